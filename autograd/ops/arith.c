@@ -1,0 +1,183 @@
+/*
+ * autograd/ops/arith.c - add, sub, mul, div, pow, maximum, minimum and
+ * their scalar forms.
+ *
+ * Forward only so far: each op broadcasts its operands (NumPy rules) and
+ * promotes types as PyTorch through tg_binary_apply. The loops below are
+ * the whole kernel; TG_BINARY_LOOP gives them a contiguous branch that the
+ * compiler vectorises.
+ */
+#include "../../tensor/internal.h"
+#include "../ops.h"
+
+#include <math.h>
+
+/* Turns a C double into a 0-d tensor of the dtype a Python number would
+ * take next to x, then applies op. */
+static tg_tensor *with_scalar(tg_tensor *(*op)(const tg_tensor *,
+                                                const tg_tensor *),
+                              const tg_tensor *x, double s, bool scalar_first)
+{
+    if (!x)
+        return NULL;
+    tg_tensor *c = tg_scalar(s, tg_scalar_type(x, s));
+    tg_tensor *out = c ? (scalar_first ? op(c, x) : op(x, c)) : NULL;
+    tg_release(c);
+    return out;
+}
+
+/* ---------------------------------------------------------------- add */
+/* out = a + b */
+TG_BINARY_LOOP(add_f32, float, float, a + b)
+TG_BINARY_LOOP(add_f64, double, double, a + b)
+TG_BINARY_LOOP(add_i64, int64_t, int64_t, (int64_t)((uint64_t)a + (uint64_t)b))
+static const tg_elementwise_kernel add_kernel = {add_f32, add_f64, add_i64,
+                                                 false};
+
+tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_add", &add_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_add_scalar(const tg_tensor *a, double s)
+{
+    return with_scalar(tg_add, a, s, false);
+}
+
+/* ---------------------------------------------------------------- sub */
+/* out = a - b */
+TG_BINARY_LOOP(sub_f32, float, float, a - b)
+TG_BINARY_LOOP(sub_f64, double, double, a - b)
+TG_BINARY_LOOP(sub_i64, int64_t, int64_t, (int64_t)((uint64_t)a - (uint64_t)b))
+static const tg_elementwise_kernel sub_kernel = {sub_f32, sub_f64, sub_i64,
+                                                 false};
+
+tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_sub", &sub_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_sub_scalar(const tg_tensor *a, double s)
+{
+    return with_scalar(tg_sub, a, s, false);
+}
+
+tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s)
+{
+    return with_scalar(tg_sub, a, s, true);
+}
+
+/* ---------------------------------------------------------------- mul */
+/* out = a * b */
+TG_BINARY_LOOP(mul_f32, float, float, a * b)
+TG_BINARY_LOOP(mul_f64, double, double, a * b)
+TG_BINARY_LOOP(mul_i64, int64_t, int64_t, (int64_t)((uint64_t)a * (uint64_t)b))
+static const tg_elementwise_kernel mul_kernel = {mul_f32, mul_f64, mul_i64,
+                                                 false};
+
+tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_mul", &mul_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_mul_scalar(const tg_tensor *a, double s)
+{
+    return with_scalar(tg_mul, a, s, false);
+}
+
+/* ---------------------------------------------------------------- div */
+/* out = a / b, true division: int64 operands are divided in float32, as
+ * PyTorch's torch.div without rounding_mode. */
+TG_BINARY_LOOP(div_f32, float, float, a / b)
+TG_BINARY_LOOP(div_f64, double, double, a / b)
+static const tg_elementwise_kernel div_kernel = {div_f32, div_f64, NULL,
+                                                 false};
+
+tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_div", &div_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_div_scalar(const tg_tensor *a, double s)
+{
+    return with_scalar(tg_div, a, s, false);
+}
+
+/* ---------------------------------------------------------------- pow */
+/* out = a ** b. For int64, exponentiation by squaring; negative exponents
+ * are rejected before the kernel runs. */
+static int64_t ipow(int64_t base, int64_t e)
+{
+    uint64_t result = 1, b = (uint64_t)base;
+    while (e > 0) {
+        if (e & 1)
+            result *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)result;
+}
+
+TG_BINARY_LOOP(pow_f32, float, float, powf(a, b))
+TG_BINARY_LOOP(pow_f64, double, double, pow(a, b))
+TG_BINARY_LOOP(pow_i64, int64_t, int64_t, ipow(a, b))
+static const tg_elementwise_kernel pow_kernel = {pow_f32, pow_f64, pow_i64,
+                                                 false};
+
+static bool has_negative_int(const tg_tensor *t)
+{
+    if (t->dtype != TG_INT64)
+        return false;
+    for (int64_t i = 0; i < t->numel; i++)
+        if (tg_read_flat(t, i) < 0)
+            return true;
+    return false;
+}
+
+tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
+{
+    if (!a || !b)
+        return NULL;
+    if (a->dtype == TG_INT64 && has_negative_int(b)) {
+        tg_error("tg_pow",
+                 "an int64 tensor cannot be raised to a negative int64 "
+                 "power\n"
+                 "  rule: integers to negative powers are not integers "
+                 "(as in PyTorch)\n"
+                 "  hint: convert the base first: "
+                 "tg_pow(tg_to_dtype(a, TG_FLOAT32), b)");
+        return NULL;
+    }
+    return tg_binary_apply("tg_pow", &pow_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent)
+{
+    return with_scalar(tg_pow, a, exponent, false);
+}
+
+/* ------------------------------------------------------ maximum, minimum */
+/* out = max(a, b) / min(a, b) elementwise; a NaN in either operand gives NaN,
+ * as torch.maximum. */
+#define TG_MAX_NAN(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
+#define TG_MIN_NAN(a, b) ((a) != (a) || (a) < (b) ? (a) : (b))
+TG_BINARY_LOOP(maximum_f32, float, float, b != b ? b : TG_MAX_NAN(a, b))
+TG_BINARY_LOOP(maximum_f64, double, double, b != b ? b : TG_MAX_NAN(a, b))
+TG_BINARY_LOOP(maximum_i64, int64_t, int64_t, a > b ? a : b)
+TG_BINARY_LOOP(minimum_f32, float, float, b != b ? b : TG_MIN_NAN(a, b))
+TG_BINARY_LOOP(minimum_f64, double, double, b != b ? b : TG_MIN_NAN(a, b))
+TG_BINARY_LOOP(minimum_i64, int64_t, int64_t, a < b ? a : b)
+static const tg_elementwise_kernel maximum_kernel = {
+    maximum_f32, maximum_f64, maximum_i64, false};
+static const tg_elementwise_kernel minimum_kernel = {
+    minimum_f32, minimum_f64, minimum_i64, false};
+
+tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_maximum", &maximum_kernel, a, b, NULL);
+}
+
+tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b)
+{
+    return tg_binary_apply("tg_minimum", &minimum_kernel, a, b, NULL);
+}

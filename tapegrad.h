@@ -1,0 +1,16 @@
+/*
+ * tapegrad.h - the one header a program includes.
+ *
+ * tapegrad is a small tensor library with a tape-based autograd engine,
+ * written to be read: tensor/ holds storage, views and kernels; autograd/
+ * holds the operations (and the tape that differentiates them).
+ */
+#ifndef TAPEGRAD_H
+#define TAPEGRAD_H
+
+#include "tensor/tensor.h"
+#include "autograd/ops.h"
+
+#define TAPEGRAD_VERSION "0.1.0"
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * tensor/error.c - error messages and the replaceable error handler.
+ *
+ * Every public function that fails records one message for tg_last_error()
+ * and passes it to the handler. Both are per thread, so two threads that
+ * train two models never see each other's errors. This file is not where
+ * messages are written: each function writes its own, naming itself, the
+ * values involved, the rule and a hint (see STYLE.md).
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+#define TG_ERROR_MAX 2048
+
+static _Thread_local char last_error[TG_ERROR_MAX];
+static _Thread_local tg_error_handler handler = tg_error_handler_print;
+
+void tg_error_handler_print(const char *message)
+{
+    fprintf(stderr, "%s\n", message);
+}
+
+void tg_error_handler_abort(const char *message)
+{
+    fprintf(stderr, "%s\n", message);
+    abort();
+}
+
+void tg_error_handler_quiet(const char *message)
+{
+    (void)message;
+}
+
+tg_error_handler tg_set_error_handler(tg_error_handler h)
+{
+    tg_error_handler previous = handler;
+    handler = h ? h : tg_error_handler_print;
+    return previous;
+}
+
+const char *tg_last_error(void)
+{
+    return last_error;
+}
+
+void tg_clear_error(void)
+{
+    last_error[0] = '\0';
+}
+
+void tg_error(const char *fn, const char *fmt, ...)
+{
+    int n = snprintf(last_error, sizeof last_error, "%s: ", fn);
+    if (n < 0 || (size_t)n >= sizeof last_error)
+        n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
+    va_end(ap);
+    handler(last_error);
+}

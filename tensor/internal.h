@@ -1,0 +1,187 @@
+/*
+ * tensor/internal.h - what the library's own files share: error recording,
+ * argument checks, view construction, type promotion, broadcasting and the
+ * strided iterator that every elementwise kernel runs on.
+ *
+ * Not installed and not part of the public API. The public operations that
+ * use these pieces live in autograd/ops/.
+ */
+#ifndef TG_TENSOR_INTERNAL_H
+#define TG_TENSOR_INTERNAL_H
+
+#include "tensor.h"
+
+/* ------------------------------------------------------------------ errors */
+
+/* Records "fn: <formatted>" and calls the handler. Messages follow
+ * STYLE.md: what failed with the values, then "\n  rule: ...", then
+ * "\n  hint: ..." where a fix can be suggested. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void tg_error(const char *fn, const char *fmt, ...);
+
+/* Formats shape[0..ndim) as "(2, 3)" into buf. */
+char *tg_shape_format(const int64_t *shape, int ndim,
+                      char buf[TG_SHAPE_STR_MAX]);
+
+/* Maps dim (negative counts from the end) into [0, ndim); on failure records
+ * an error naming fn and returns -1. ndim 0 accepts dims 0 and -1, as
+ * PyTorch does for scalars. */
+int tg_dim_normalize(const char *fn, int dim, int ndim);
+
+/* Validates a requested shape (ndim in range, no negative sizes, no
+ * overflowing product) and returns its element count, or -1 with an error. */
+int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);
+
+/* ------------------------------------------------------------------ create */
+
+/* A new contiguous tensor; no argument checks (callers checked the shape). */
+tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype);
+/* A new tensor sharing base's storage with the given layout (no checks). */
+tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
+                        const int64_t *strides, int ndim, int64_t offset);
+/* Contiguous strides for shape, in elements. */
+void tg_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+/* Address of element 0 of x (offset applied). */
+static inline char *tg_base_ptr(const tg_tensor *x)
+{
+    return (char *)x->storage->data +
+           x->offset * (int64_t)tg_dtype_size(x->dtype);
+}
+/* A contiguous copy of x converted to dtype, or x retained when x is already
+ * contiguous of that dtype. New reference. */
+tg_tensor *tg_contiguous_as(const tg_tensor *x, tg_dtype dtype);
+/* The element at a flat C-order position, as double (slow; for printing and
+ * tests). */
+double tg_read_flat(const tg_tensor *x, int64_t i);
+
+/* --------------------------------------------------------------- promotion */
+
+/* PyTorch's result_type for two tensors: dimensioned tensors decide within
+ * a category (int < float); a 0-d tensor decides only when its category is
+ * higher. float32 with float64 gives float64. */
+tg_dtype tg_result_type(const tg_tensor *a, const tg_tensor *b);
+/* The dtype a Python-style scalar takes next to x: x's own dtype if x is
+ * float, int64 for an integral value next to int64, else float32. */
+tg_dtype tg_scalar_type(const tg_tensor *x, double value);
+
+/* The broadcast of shapes a and b into out (NumPy rules). Returns 0, or -1
+ * with an error naming fn that shows both shapes. */
+int tg_broadcast_shape(const char *fn, const int64_t *a, int na,
+                       const int64_t *b, int nb, int64_t *out, int *nout);
+
+/* ---------------------------------------------------------------- iterator */
+
+/* Walks up to TG_ITER_MAX operands of one common shape in lock step.
+ * Operand 0 is usually the output. Strides may be 0 (broadcast). The
+ * iterator merges dims that are contiguous for every operand and calls a
+ * loop function once per innermost run. */
+#define TG_ITER_MAX 4
+
+/* data[k] points at the first element of operand k in this run; strides[k]
+ * is operand k's step in ELEMENTS along the run; n elements in the run. */
+typedef void (*tg_loop_fn)(char **data, const int64_t *strides, int64_t n,
+                           void *ctx);
+
+typedef struct tg_iter {
+    int nops;
+    int ndim;
+    int64_t shape[TG_MAX_DIMS];
+    int64_t strides[TG_ITER_MAX][TG_MAX_DIMS]; // in elements
+    char *data[TG_ITER_MAX];
+    size_t itemsize[TG_ITER_MAX];
+} tg_iter;
+
+/* Sets up an iterator over `shape`; each operand is broadcast to it (its
+ * shape must be broadcast-compatible; the caller has checked). */
+void tg_iter_init(tg_iter *it, const int64_t *shape, int ndim, int nops,
+                  tg_tensor *const *ops);
+void tg_iter_run(const tg_iter *it, tg_loop_fn loop, void *ctx);
+
+/* ------------------------------------------------------- elementwise apply */
+
+/* The inner loops of one elementwise op, one per compute dtype. A NULL
+ * entry means the op does not run in that dtype: int64 inputs are then
+ * computed in float32 (as torch.exp on an integer tensor). */
+typedef struct tg_elementwise_kernel {
+    tg_loop_fn f32, f64, i64;
+    bool out_int64; // comparisons: out is int64 0/1 whatever the inputs
+} tg_elementwise_kernel;
+
+/* out = kernel(x); ctx is passed to the loop (e.g. a scalar parameter). */
+tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
+                          const tg_tensor *x, void *ctx);
+/* out = kernel(a, b) with broadcasting and type promotion. */
+tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
+                           const tg_tensor *a, const tg_tensor *b, void *ctx);
+
+/* Loop bodies for the kernels above. Inside EXPR, `a` (and `b`) are the
+ * input elements of type TI; the result is stored as TO. The contiguous
+ * branch is a plain indexed loop that the compiler vectorises. */
+#define TG_UNARY_LOOP(name, TO, TI, EXPR)                                   \
+    static void name(char **data_, const int64_t *st_, int64_t n_,         \
+                     void *ctx_)                                            \
+    {                                                                       \
+        (void)ctx_;                                                         \
+        TO *o_ = (TO *)data_[0];                                            \
+        const TI *x_ = (const TI *)data_[1];                                \
+        if (st_[0] == 1 && st_[1] == 1) {                                   \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                TI a = x_[i_];                                              \
+                o_[i_] = (TO)(EXPR);                                        \
+            }                                                               \
+        } else {                                                            \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                TI a = x_[i_ * st_[1]];                                     \
+                o_[i_ * st_[0]] = (TO)(EXPR);                               \
+            }                                                               \
+        }                                                                   \
+    }
+
+#define TG_BINARY_LOOP(name, TO, TI, EXPR)                                  \
+    static void name(char **data_, const int64_t *st_, int64_t n_,         \
+                     void *ctx_)                                            \
+    {                                                                       \
+        (void)ctx_;                                                         \
+        TO *o_ = (TO *)data_[0];                                            \
+        const TI *pa_ = (const TI *)data_[1];                               \
+        const TI *pb_ = (const TI *)data_[2];                               \
+        if (st_[0] == 1 && st_[1] == 1 && st_[2] == 1) {                    \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                TI a = pa_[i_], b = pb_[i_];                                \
+                o_[i_] = (TO)(EXPR);                                        \
+            }                                                               \
+        } else if (st_[0] == 1 && st_[1] == 1 && st_[2] == 0) {             \
+            const TI b = pb_[0];                                            \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                TI a = pa_[i_];                                             \
+                o_[i_] = (TO)(EXPR);                                        \
+            }                                                               \
+        } else {                                                            \
+            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
+                TI a = pa_[i_ * st_[1]], b = pb_[i_ * st_[2]];              \
+                o_[i_ * st_[0]] = (TO)(EXPR);                               \
+            }                                                               \
+        }                                                                   \
+    }
+
+/* The same loops reading a double parameter from ctx as `p` (clamp bounds,
+ * leaky slopes, ...). ctx points at a double[2]: p = ctx[0], q = ctx[1]. */
+#define TG_UNARY_LOOP_P(name, TO, TI, EXPR)                                 \
+    static void name(char **data_, const int64_t *st_, int64_t n_,         \
+                     void *ctx_)                                            \
+    {                                                                       \
+        const double *pq_ = (const double *)ctx_;                           \
+        const TI p = (TI)pq_[0], q = (TI)pq_[1];                            \
+        (void)p;                                                            \
+        (void)q;                                                            \
+        TO *o_ = (TO *)data_[0];                                            \
+        const TI *x_ = (const TI *)data_[1];                                \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                               \
+            TI a = x_[i_ * st_[1]];                                         \
+            o_[i_ * st_[0]] = (TO)(EXPR);                                   \
+        }                                                                   \
+    }
+
+#endif

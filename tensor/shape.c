@@ -1,0 +1,201 @@
+/*
+ * tensor/shape.c - shapes, dims, dtypes, type promotion and broadcasting.
+ *
+ * Pure bookkeeping: nothing here touches element data.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *tg_dtype_name(tg_dtype dtype)
+{
+    switch (dtype) {
+    case TG_FLOAT32: return "float32";
+    case TG_FLOAT64: return "float64";
+    case TG_INT64: return "int64";
+    }
+    return "unknown";
+}
+
+size_t tg_dtype_size(tg_dtype dtype)
+{
+    return dtype == TG_FLOAT32 ? 4 : 8;
+}
+
+bool tg_dtype_is_float(tg_dtype dtype)
+{
+    return dtype == TG_FLOAT32 || dtype == TG_FLOAT64;
+}
+
+char *tg_shape_format(const int64_t *shape, int ndim,
+                      char buf[TG_SHAPE_STR_MAX])
+{
+    size_t n = 0;
+    buf[n++] = '(';
+    buf[n] = '\0';
+    for (int d = 0; d < ndim && n < TG_SHAPE_STR_MAX - 32; d++)
+        n += (size_t)snprintf(buf + n, TG_SHAPE_STR_MAX - n, "%s%lld",
+                              d ? ", " : "", (long long)shape[d]);
+    /* A 1-d shape prints as "(3,)" in NumPy and PyTorch; keep "(3)" out. */
+    if (ndim == 1)
+        n += (size_t)snprintf(buf + n, TG_SHAPE_STR_MAX - n, ",");
+    snprintf(buf + n, TG_SHAPE_STR_MAX - n, ")");
+    return buf;
+}
+
+char *tg_shape_str(const tg_tensor *x, char buf[TG_SHAPE_STR_MAX])
+{
+    if (!x) {
+        snprintf(buf, TG_SHAPE_STR_MAX, "(null)");
+        return buf;
+    }
+    return tg_shape_format(x->shape, x->ndim, buf);
+}
+
+bool tg_same_shape(const tg_tensor *a, const tg_tensor *b)
+{
+    if (!a || !b || a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+int tg_dim_normalize(const char *fn, int dim, int ndim)
+{
+    int n = ndim > 0 ? ndim : 1;
+    if (dim < -n || dim >= n) {
+        tg_error(fn,
+                 "dim %d is out of range for a tensor with %d dims\n"
+                 "  rule: dim must be in [%d, %d] (negative dims count "
+                 "from the end)",
+                 dim, ndim, -n, n - 1);
+        return -1;
+    }
+    return dim < 0 ? dim + n : dim;
+}
+
+int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
+{
+    if (ndim < 0 || ndim > TG_MAX_DIMS) {
+        tg_error(fn,
+                 "cannot make a tensor with %d dims\n"
+                 "  rule: ndim must be in [0, %d]",
+                 ndim, TG_MAX_DIMS);
+        return -1;
+    }
+    if (ndim > 0 && !shape) {
+        tg_error(fn,
+                 "shape is NULL but ndim is %d\n"
+                 "  hint: pass TG_SHAPE(2, 3), or NULL with ndim 0 for a "
+                 "scalar",
+                 ndim);
+        return -1;
+    }
+    int64_t numel = 1;
+    bool zero = false;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            char s[TG_SHAPE_STR_MAX];
+            tg_error(fn,
+                     "invalid shape %s\n"
+                     "  rule: sizes must be >= 0, but dim %d is %lld",
+                     tg_shape_format(shape, ndim, s), d,
+                     (long long)shape[d]);
+            return -1;
+        }
+        if (shape[d] == 0)
+            zero = true;
+    }
+    if (zero)
+        return 0;
+    /* Element count and byte count must both fit: 2^62 bytes is far beyond
+     * any machine and keeps every later offset computation in range. */
+    const int64_t limit = INT64_C(1) << 59;
+    for (int d = 0; d < ndim; d++) {
+        if (numel > limit / shape[d]) {
+            char s[TG_SHAPE_STR_MAX];
+            tg_error(fn,
+                     "shape %s has too many elements\n"
+                     "  rule: the product of the sizes must be below 2^59",
+                     tg_shape_format(shape, ndim, s));
+            return -1;
+        }
+        numel *= shape[d];
+    }
+    return numel;
+}
+
+void tg_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d] > 0 ? shape[d] : 1;
+    }
+}
+
+/* int < float; within float, the wider wins. */
+static int category(tg_dtype t)
+{
+    return tg_dtype_is_float(t) ? 1 : 0;
+}
+
+static tg_dtype promote(tg_dtype a, tg_dtype b)
+{
+    if (a == b)
+        return a;
+    if (category(a) != category(b))
+        return category(a) ? a : b;
+    return TG_FLOAT64; // float32 with float64
+}
+
+tg_dtype tg_result_type(const tg_tensor *a, const tg_tensor *b)
+{
+    bool a0 = a->ndim == 0, b0 = b->ndim == 0;
+    if (a0 == b0)
+        return promote(a->dtype, b->dtype);
+    const tg_tensor *dimmed = a0 ? b : a, *zero = a0 ? a : b;
+    if (category(zero->dtype) > category(dimmed->dtype))
+        return zero->dtype;
+    return dimmed->dtype;
+}
+
+tg_dtype tg_scalar_type(const tg_tensor *x, double value)
+{
+    if (tg_dtype_is_float(x->dtype))
+        return x->dtype;
+    return (isfinite(value) && value == floor(value) &&
+            fabs(value) < 9.2e18)
+               ? TG_INT64
+               : TG_FLOAT32;
+}
+
+int tg_broadcast_shape(const char *fn, const int64_t *a, int na,
+                       const int64_t *b, int nb, int64_t *out, int *nout)
+{
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        /* Align from the right: dim n-1-i of the result. */
+        int64_t sa = i < na ? a[na - 1 - i] : 1;
+        int64_t sb = i < nb ? b[nb - 1 - i] : 1;
+        if (sa != sb && sa != 1 && sb != 1) {
+            char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
+            tg_error(fn,
+                     "cannot broadcast %s with %s\n"
+                     "  rule: aligned from the right, sizes must be equal "
+                     "or 1, but %lld != %lld at dim %d from the end\n"
+                     "  hint: use tg_unsqueeze or tg_reshape to add size-1 "
+                     "dims where the shapes should line up",
+                     tg_shape_format(a, na, s1), tg_shape_format(b, nb, s2),
+                     (long long)sa, (long long)sb, -(i + 1));
+            return -1;
+        }
+        out[n - 1 - i] = sa == 1 ? sb : sa;
+    }
+    *nout = n;
+    return 0;
+}

@@ -1,0 +1,580 @@
+/*
+ * tensor/tensor.c - reference-counted storage and tensors: lifetime,
+ * creation, element access, fill and copy.
+ *
+ * Views and differentiable operations are elsewhere (autograd/ops/); this
+ * file only makes tensors, shares storage and moves elements.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic int64_t live_tensors;
+static _Atomic int64_t live_storages;
+
+int64_t tg_live_tensors(void)
+{
+    return atomic_load(&live_tensors);
+}
+
+int64_t tg_live_storages(void)
+{
+    return atomic_load(&live_storages);
+}
+
+static tg_storage *storage_new(size_t nbytes)
+{
+    tg_storage *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    /* aligned_alloc wants a multiple of the alignment; round up. */
+    size_t padded = (nbytes + 63) / 64 * 64;
+    s->data = aligned_alloc(64, padded ? padded : 64);
+    if (!s->data) {
+        free(s);
+        return NULL;
+    }
+    s->nbytes = nbytes;
+    s->refcount = 1;
+    atomic_fetch_add(&live_storages, 1);
+    return s;
+}
+
+static void storage_release(tg_storage *s)
+{
+    if (--s->refcount > 0)
+        return;
+    free(s->data);
+    free(s);
+    atomic_fetch_sub(&live_storages, 1);
+}
+
+static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
+                               int ndim)
+{
+    tg_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        t->shape[d] = shape[d];
+        t->numel *= shape[d];
+    }
+    t->refcount = 1;
+    atomic_fetch_add(&live_tensors, 1);
+    return t;
+}
+
+tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
+{
+    tg_tensor *t = tensor_shell(dtype, shape, ndim);
+    if (!t)
+        goto oom;
+    t->storage = storage_new((size_t)t->numel * tg_dtype_size(dtype));
+    if (!t->storage) {
+        free(t);
+        atomic_fetch_sub(&live_tensors, 1);
+        goto oom;
+    }
+    tg_contiguous_strides(shape, ndim, t->strides);
+    return t;
+oom:;
+    char s[TG_SHAPE_STR_MAX];
+    tg_error("tg_alloc", "out of memory allocating a %s tensor of shape %s",
+             tg_dtype_name(dtype), tg_shape_format(shape, ndim, s));
+    return NULL;
+}
+
+tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
+                        const int64_t *strides, int ndim, int64_t offset)
+{
+    tg_tensor *t = tensor_shell(base->dtype, shape, ndim);
+    if (!t) {
+        tg_error("tg_view", "out of memory");
+        return NULL;
+    }
+    for (int d = 0; d < ndim; d++)
+        t->strides[d] = strides[d];
+    t->offset = offset;
+    t->storage = base->storage;
+    t->storage->refcount++;
+    return t;
+}
+
+tg_tensor *tg_retain(tg_tensor *t)
+{
+    if (t)
+        t->refcount++;
+    return t;
+}
+
+void tg_release(tg_tensor *t)
+{
+    if (!t || --t->refcount > 0)
+        return;
+    tg_release(t->grad);
+    storage_release(t->storage);
+    free(t);
+    atomic_fetch_sub(&live_tensors, 1);
+}
+
+/* ------------------------------------------------------------------ create */
+
+static bool dtype_ok(const char *fn, tg_dtype dtype)
+{
+    if (dtype == TG_FLOAT32 || dtype == TG_FLOAT64 || dtype == TG_INT64)
+        return true;
+    tg_error(fn,
+             "unknown dtype %d\n"
+             "  rule: dtype must be TG_FLOAT32, TG_FLOAT64 or TG_INT64",
+             (int)dtype);
+    return false;
+}
+
+static tg_tensor *checked_alloc(const char *fn, const int64_t *shape,
+                                int ndim, tg_dtype dtype)
+{
+    if (!dtype_ok(fn, dtype) || tg_shape_check(fn, shape, ndim) < 0)
+        return NULL;
+    return tg_alloc(shape, ndim, dtype);
+}
+
+/* Writes value into every element of a contiguous tensor. */
+static void fill_contiguous(tg_tensor *t, double value)
+{
+    char *p = tg_base_ptr(t);
+    switch (t->dtype) {
+    case TG_FLOAT32:
+        for (int64_t i = 0; i < t->numel; i++)
+            ((float *)p)[i] = (float)value;
+        break;
+    case TG_FLOAT64:
+        for (int64_t i = 0; i < t->numel; i++)
+            ((double *)p)[i] = value;
+        break;
+    case TG_INT64:
+        for (int64_t i = 0; i < t->numel; i++)
+            ((int64_t *)p)[i] = (int64_t)value;
+        break;
+    }
+}
+
+tg_tensor *tg_empty(const int64_t *shape, int ndim, tg_dtype dtype)
+{
+    return checked_alloc("tg_empty", shape, ndim, dtype);
+}
+
+static tg_tensor *filled(const char *fn, const int64_t *shape, int ndim,
+                         double value, tg_dtype dtype)
+{
+    tg_tensor *t = checked_alloc(fn, shape, ndim, dtype);
+    if (t)
+        fill_contiguous(t, value);
+    return t;
+}
+
+tg_tensor *tg_zeros(const int64_t *shape, int ndim, tg_dtype dtype)
+{
+    return filled("tg_zeros", shape, ndim, 0.0, dtype);
+}
+
+tg_tensor *tg_ones(const int64_t *shape, int ndim, tg_dtype dtype)
+{
+    return filled("tg_ones", shape, ndim, 1.0, dtype);
+}
+
+tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
+                   tg_dtype dtype)
+{
+    return filled("tg_full", shape, ndim, value, dtype);
+}
+
+tg_tensor *tg_scalar(double value, tg_dtype dtype)
+{
+    return filled("tg_scalar", NULL, 0, value, dtype);
+}
+
+tg_tensor *tg_from_array(const void *data, const int64_t *shape, int ndim,
+                         tg_dtype dtype)
+{
+    tg_tensor *t = checked_alloc("tg_from_array", shape, ndim, dtype);
+    if (!t)
+        return NULL;
+    if (!data && t->numel > 0) {
+        tg_release(t);
+        tg_error("tg_from_array", "data is NULL\n"
+                                  "  hint: pass an array of numel elements "
+                                  "of the given dtype");
+        return NULL;
+    }
+    if (t->numel > 0)
+        memcpy(t->storage->data, data,
+               (size_t)t->numel * tg_dtype_size(dtype));
+    return t;
+}
+
+tg_tensor *tg_arange(double start, double end, double step, tg_dtype dtype)
+{
+    if (!dtype_ok("tg_arange", dtype))
+        return NULL;
+    if (!isfinite(start) || !isfinite(end) || !isfinite(step) ||
+        step == 0 || (step > 0 && end < start) ||
+        (step < 0 && end > start)) {
+        tg_error("tg_arange",
+                 "cannot make a range from %g to %g in steps of %g\n"
+                 "  rule: step must be finite, nonzero, and point from "
+                 "start towards end",
+                 start, end, step);
+        return NULL;
+    }
+    double count = ceil((end - start) / step);
+    if (count > 9.0e15) {
+        tg_error("tg_arange", "a range from %g to %g in steps of %g has "
+                              "too many elements (%g)",
+                 start, end, step, count);
+        return NULL;
+    }
+    int64_t n = (int64_t)count;
+    tg_tensor *t = checked_alloc("tg_arange", &n, 1, dtype);
+    if (!t)
+        return NULL;
+    char *p = tg_base_ptr(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * step;
+        if (dtype == TG_FLOAT32)
+            ((float *)p)[i] = (float)v;
+        else if (dtype == TG_FLOAT64)
+            ((double *)p)[i] = v;
+        else
+            ((int64_t *)p)[i] = (int64_t)v;
+    }
+    return t;
+}
+
+tg_tensor *tg_linspace(double start, double end, int64_t steps,
+                       tg_dtype dtype)
+{
+    if (steps < 0) {
+        tg_error("tg_linspace", "steps is %lld\n"
+                                "  rule: steps must be >= 0",
+                 (long long)steps);
+        return NULL;
+    }
+    tg_tensor *t = checked_alloc("tg_linspace", &steps, 1, dtype);
+    if (!t)
+        return NULL;
+    /* As PyTorch: the first half counts up from start, the second half down
+     * from end, so both ends are exact. */
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
+    int64_t half = steps / 2;
+    char *p = tg_base_ptr(t);
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i < half ? start + step * (double)i
+                            : end - step * (double)(steps - i - 1);
+        if (dtype == TG_FLOAT32)
+            ((float *)p)[i] = (float)v;
+        else if (dtype == TG_FLOAT64)
+            ((double *)p)[i] = v;
+        else
+            ((int64_t *)p)[i] = (int64_t)v;
+    }
+    return t;
+}
+
+tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype)
+{
+    tg_tensor *t = filled("tg_eye", (int64_t[]){n, m}, 2, 0.0, dtype);
+    if (!t)
+        return NULL;
+    for (int64_t i = 0; i < n && i < m; i++)
+        tg_set(t, (int64_t[]){i, i}, 2, 1.0);
+    return t;
+}
+
+tg_tensor *tg_empty_like(const tg_tensor *x)
+{
+    return x ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
+}
+
+tg_tensor *tg_zeros_like(const tg_tensor *x)
+{
+    return x ? tg_zeros(x->shape, x->ndim, x->dtype) : NULL;
+}
+
+tg_tensor *tg_ones_like(const tg_tensor *x)
+{
+    return x ? tg_ones(x->shape, x->ndim, x->dtype) : NULL;
+}
+
+tg_tensor *tg_full_like(const tg_tensor *x, double value)
+{
+    return x ? tg_full(x->shape, x->ndim, value, x->dtype) : NULL;
+}
+
+/* ----------------------------------------------------------------- inspect */
+
+bool tg_is_contiguous(const tg_tensor *x)
+{
+    if (!x)
+        return false;
+    int64_t expected = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] == 1)
+            continue;
+        if (x->strides[d] != expected)
+            return false;
+        expected *= x->shape[d];
+    }
+    return true;
+}
+
+int64_t tg_size(const tg_tensor *x, int dim)
+{
+    if (!x)
+        return -1;
+    int d = tg_dim_normalize("tg_size", dim, x->ndim);
+    if (d < 0)
+        return -1;
+    return x->ndim == 0 ? 1 : x->shape[d];
+}
+
+/* Element offset (in elements from storage start) of flat C-order index i. */
+static int64_t flat_offset(const tg_tensor *x, int64_t i)
+{
+    int64_t off = x->offset;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        off += (i % x->shape[d]) * x->strides[d];
+        i /= x->shape[d];
+    }
+    return off;
+}
+
+static double read_at(const tg_tensor *x, int64_t off)
+{
+    const char *base = x->storage->data;
+    switch (x->dtype) {
+    case TG_FLOAT32: return ((const float *)base)[off];
+    case TG_FLOAT64: return ((const double *)base)[off];
+    case TG_INT64: return (double)((const int64_t *)base)[off];
+    }
+    return NAN;
+}
+
+static void write_at(tg_tensor *x, int64_t off, double v)
+{
+    char *base = x->storage->data;
+    switch (x->dtype) {
+    case TG_FLOAT32: ((float *)base)[off] = (float)v; break;
+    case TG_FLOAT64: ((double *)base)[off] = v; break;
+    case TG_INT64: ((int64_t *)base)[off] = (int64_t)v; break;
+    }
+}
+
+double tg_read_flat(const tg_tensor *x, int64_t i)
+{
+    return read_at(x, flat_offset(x, i));
+}
+
+double tg_item(const tg_tensor *x)
+{
+    if (!x)
+        return NAN;
+    if (x->numel != 1) {
+        char s[TG_SHAPE_STR_MAX];
+        tg_error("tg_item",
+                 "a tensor of shape %s has %lld elements\n"
+                 "  rule: tg_item needs exactly one element\n"
+                 "  hint: reduce first (tg_sum, tg_mean) or pick one with "
+                 "tg_get",
+                 tg_shape_str(x, s), (long long)x->numel);
+        return NAN;
+    }
+    return read_at(x, flat_offset(x, 0));
+}
+
+/* Element offset of a full index, or -1 with an error naming fn. */
+static int64_t index_offset(const char *fn, const tg_tensor *x,
+                            const int64_t *index, int nindex)
+{
+    char s[TG_SHAPE_STR_MAX];
+    if (nindex != x->ndim || (nindex > 0 && !index)) {
+        tg_error(fn,
+                 "got %d indices for a tensor of shape %s\n"
+                 "  rule: give one index per dim (%d)",
+                 nindex, tg_shape_str(x, s), x->ndim);
+        return -1;
+    }
+    int64_t off = x->offset;
+    for (int d = 0; d < nindex; d++) {
+        int64_t i = index[d] < 0 ? index[d] + x->shape[d] : index[d];
+        if (i < 0 || i >= x->shape[d]) {
+            tg_error(fn,
+                     "index %lld is out of range for dim %d of a tensor of "
+                     "shape %s\n"
+                     "  rule: index must be in [%lld, %lld]",
+                     (long long)index[d], d, tg_shape_str(x, s),
+                     (long long)-x->shape[d], (long long)x->shape[d] - 1);
+            return -1;
+        }
+        off += i * x->strides[d];
+    }
+    return off;
+}
+
+int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
+{
+    if (!x)
+        return -1;
+    int64_t off = index_offset("tg_get", x, index, nindex);
+    if (off < 0)
+        return -1;
+    if (out)
+        *out = read_at(x, off);
+    return 0;
+}
+
+int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value)
+{
+    if (!x)
+        return -1;
+    int64_t off = index_offset("tg_set", x, index, nindex);
+    if (off < 0)
+        return -1;
+    write_at(x, off, value);
+    x->storage->version++;
+    return 0;
+}
+
+static void *typed_data(const char *fn, const tg_tensor *x, tg_dtype want)
+{
+    if (!x)
+        return NULL;
+    if (x->dtype != want) {
+        tg_error(fn,
+                 "the tensor is %s\n"
+                 "  rule: %s reads %s tensors only\n"
+                 "  hint: convert with tg_to_dtype(x, TG_%s) first",
+                 tg_dtype_name(x->dtype), fn, tg_dtype_name(want),
+                 want == TG_FLOAT32   ? "FLOAT32"
+                 : want == TG_FLOAT64 ? "FLOAT64"
+                                      : "INT64");
+        return NULL;
+    }
+    return tg_base_ptr(x);
+}
+
+float *tg_data_f32(const tg_tensor *x)
+{
+    return typed_data("tg_data_f32", x, TG_FLOAT32);
+}
+
+double *tg_data_f64(const tg_tensor *x)
+{
+    return typed_data("tg_data_f64", x, TG_FLOAT64);
+}
+
+int64_t *tg_data_i64(const tg_tensor *x)
+{
+    return typed_data("tg_data_i64", x, TG_INT64);
+}
+
+int tg_to_f64_array(const tg_tensor *x, double *out)
+{
+    if (!x)
+        return -1;
+    if (!out) {
+        tg_error("tg_to_f64_array", "out is NULL\n"
+                                    "  hint: pass a double array of numel "
+                                    "elements");
+        return -1;
+    }
+    for (int64_t i = 0; i < x->numel; i++)
+        out[i] = tg_read_flat(x, i);
+    return 0;
+}
+
+/* ------------------------------------------------------------ fill, copy */
+
+/* Converts one run of elements between any two dtypes. */
+static void cast_loop(char **data, const int64_t *st, int64_t n, void *ctx)
+{
+    const tg_dtype *types = ctx; // {dst, src}
+#define TG_CAST(TO, TI)                                                     \
+    for (int64_t i = 0; i < n; i++)                                         \
+        ((TO *)data[0])[i * st[0]] = (TO)((const TI *)data[1])[i * st[1]];
+#define TG_CAST_FROM(TO)                                                    \
+    switch (types[1]) {                                                     \
+    case TG_FLOAT32: TG_CAST(TO, float) break;                              \
+    case TG_FLOAT64: TG_CAST(TO, double) break;                             \
+    case TG_INT64: TG_CAST(TO, int64_t) break;                              \
+    }
+    switch (types[0]) {
+    case TG_FLOAT32: TG_CAST_FROM(float) break;
+    case TG_FLOAT64: TG_CAST_FROM(double) break;
+    case TG_INT64: TG_CAST_FROM(int64_t) break;
+    }
+#undef TG_CAST_FROM
+#undef TG_CAST
+}
+
+/* dst <- src, src already known to broadcast to dst's shape. */
+static void copy_unchecked(tg_tensor *dst, const tg_tensor *src)
+{
+    tg_iter it;
+    tg_tensor *ops[2] = {dst, (tg_tensor *)src};
+    tg_iter_init(&it, dst->shape, dst->ndim, 2, ops);
+    tg_dtype types[2] = {dst->dtype, src->dtype};
+    tg_iter_run(&it, cast_loop, types);
+}
+
+int tg_fill_(tg_tensor *x, double value)
+{
+    if (!x)
+        return -1;
+    tg_tensor *v = tg_scalar(value, x->dtype);
+    if (!v)
+        return -1;
+    copy_unchecked(x, v);
+    tg_release(v);
+    x->storage->version++;
+    return 0;
+}
+
+int tg_copy_(tg_tensor *dst, const tg_tensor *src)
+{
+    if (!dst || !src)
+        return -1;
+    int64_t shape[TG_MAX_DIMS];
+    int n;
+    if (tg_broadcast_shape("tg_copy_", dst->shape, dst->ndim, src->shape,
+                           src->ndim, shape, &n) < 0)
+        return -1;
+    if (n != dst->ndim ||
+        memcmp(shape, dst->shape, sizeof(int64_t) * (size_t)n) != 0) {
+        char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
+        tg_error("tg_copy_",
+                 "cannot copy a tensor of shape %s into one of shape %s\n"
+                 "  rule: src must broadcast to dst's shape without "
+                 "growing it",
+                 tg_shape_str(src, s1), tg_shape_str(dst, s2));
+        return -1;
+    }
+    copy_unchecked(dst, src);
+    dst->storage->version++;
+    return 0;
+}
+
+tg_tensor *tg_contiguous_as(const tg_tensor *x, tg_dtype dtype)
+{
+    if (x->dtype == dtype && tg_is_contiguous(x))
+        return tg_retain((tg_tensor *)x);
+    tg_tensor *out = tg_alloc(x->shape, x->ndim, dtype);
+    if (out)
+        copy_unchecked(out, x);
+    return out;
+}

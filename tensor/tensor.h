@@ -1,0 +1,216 @@
+/*
+ * tensor/tensor.h - the tensor core of tapegrad: dtypes, reference-counted
+ * storage, strided tensors, creation, errors, random numbers, printing and
+ * .npy files.
+ *
+ * This header knows nothing of autograd. The differentiable operations
+ * (tg_add, tg_reshape, tg_sum, ...) are declared in autograd/ops.h; they use
+ * the kernels of tensor/ and record themselves on the tape.
+ *
+ * Ownership (as in CPython): every function that returns a tg_tensor * returns
+ * a NEW reference that the caller releases with tg_release(); tensor
+ * arguments are BORROWED. Keep a borrowed tensor with tg_retain().
+ *
+ * Errors: a failing function returns NULL (or -1), records a message for
+ * tg_last_error() and calls the installed error handler. A NULL tensor
+ * argument makes a function return NULL without a second message, so a chain
+ * of calls fails once.
+ */
+#ifndef TG_TENSOR_H
+#define TG_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TG_MAX_DIMS 8
+
+typedef enum tg_dtype {
+    TG_FLOAT32 = 0,
+    TG_FLOAT64 = 1,
+    TG_INT64 = 2,
+} tg_dtype;
+
+/* Shape and dim-list literals: tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32) passes
+ * the array and its length as two arguments. */
+#define TG_SHAPE(...) \
+    ((const int64_t[]){__VA_ARGS__}), \
+    ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+#define TG_DIMS(...) \
+    ((const int[]){__VA_ARGS__}), \
+    ((int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)))
+
+/* One allocation of elements, shared by every view of it. */
+typedef struct tg_storage {
+    void *data;        // nbytes bytes, 64-byte aligned
+    size_t nbytes;
+    int64_t refcount;  // tensors that point here
+    uint64_t version;  // bumped by every in-place write (autograd checks it)
+} tg_storage;
+
+struct tg_node; // autograd/: the tape entry that produced a tensor
+
+/* A strided view of a storage. Read the fields freely; change them only
+ * through the API. Element i0..ik lives at
+ * storage->data + (offset + sum_d i_d * strides[d]) * itemsize. */
+typedef struct tg_tensor {
+    tg_dtype dtype;
+    int ndim;                      // 0 (a scalar) .. TG_MAX_DIMS
+    int64_t shape[TG_MAX_DIMS];    // (ndim,)
+    int64_t strides[TG_MAX_DIMS];  // (ndim,) in elements; 0 for broadcast dims
+    int64_t offset;                // in elements
+    int64_t numel;                 // prod(shape); 1 for a scalar
+    tg_storage *storage;
+    int64_t refcount;
+    /* Used by autograd/ (tensor/ only releases grad when the tensor dies). */
+    bool requires_grad;
+    bool retains_grad;
+    struct tg_tensor *grad;        // same shape, owned
+    struct tg_node *grad_fn;       // borrowed from the tape; NULL for leaves
+} tg_tensor;
+
+/* ------------------------------------------------------------------ errors */
+
+/* Receives each error message (several lines, no trailing newline). */
+typedef void (*tg_error_handler)(const char *message);
+
+/* Installs h (NULL restores the default) and returns the previous handler.
+ * The handler is per thread. */
+tg_error_handler tg_set_error_handler(tg_error_handler h);
+void tg_error_handler_print(const char *message); // default: prints to stderr
+void tg_error_handler_abort(const char *message); // prints, then abort()
+void tg_error_handler_quiet(const char *message); // does nothing (tests)
+
+/* The last error message of this thread ("" when none). Borrowed. */
+const char *tg_last_error(void);
+void tg_clear_error(void);
+
+/* ----------------------------------------------------------------- dtypes */
+
+const char *tg_dtype_name(tg_dtype dtype); // "float32", "float64", "int64"
+size_t tg_dtype_size(tg_dtype dtype);
+bool tg_dtype_is_float(tg_dtype dtype);
+
+/* ----------------------------------------------------- lifetime, counters */
+
+tg_tensor *tg_retain(tg_tensor *t); // returns t; NULL-safe
+void tg_release(tg_tensor *t);      // NULL is a no-op
+int64_t tg_live_tensors(void);      // tensors alive in the process
+int64_t tg_live_storages(void);
+
+/* ---------------------------------------------------------------- create */
+
+/* All return new references. shape may be NULL when ndim == 0 (a scalar). */
+tg_tensor *tg_empty(const int64_t *shape, int ndim, tg_dtype dtype);
+tg_tensor *tg_zeros(const int64_t *shape, int ndim, tg_dtype dtype);
+tg_tensor *tg_ones(const int64_t *shape, int ndim, tg_dtype dtype);
+tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
+                   tg_dtype dtype);
+/* Copies numel elements of the given dtype from data (C order). */
+tg_tensor *tg_from_array(const void *data, const int64_t *shape, int ndim,
+                         tg_dtype dtype);
+tg_tensor *tg_scalar(double value, tg_dtype dtype); // a 0-d tensor
+/* [start, end) in steps of step, as torch.arange. */
+tg_tensor *tg_arange(double start, double end, double step, tg_dtype dtype);
+/* steps points from start to end inclusive, as torch.linspace. */
+tg_tensor *tg_linspace(double start, double end, int64_t steps,
+                       tg_dtype dtype);
+tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype); // (n, m)
+tg_tensor *tg_empty_like(const tg_tensor *x);
+tg_tensor *tg_zeros_like(const tg_tensor *x);
+tg_tensor *tg_ones_like(const tg_tensor *x);
+tg_tensor *tg_full_like(const tg_tensor *x, double value);
+
+/* --------------------------------------------------------------- inspect */
+
+bool tg_is_contiguous(const tg_tensor *x);
+int64_t tg_size(const tg_tensor *x, int dim); // negative dims count from the end; -1 on error
+/* Formats the shape as "(2, 3)" ("()" for a scalar) into buf; returns buf. */
+#define TG_SHAPE_STR_MAX 192
+char *tg_shape_str(const tg_tensor *x, char buf[TG_SHAPE_STR_MAX]);
+bool tg_same_shape(const tg_tensor *a, const tg_tensor *b);
+
+/* The value of a one-element tensor, as double. NAN (and an error) otherwise. */
+double tg_item(const tg_tensor *x);
+/* One element by full index (negative indices count from the end). */
+int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out);
+int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value);
+/* Pointer to element 0 (offset applied); NULL with an error if the dtype is
+ * not the one asked for. Respect x->strides when reading. */
+float *tg_data_f32(const tg_tensor *x);
+double *tg_data_f64(const tg_tensor *x);
+int64_t *tg_data_i64(const tg_tensor *x);
+/* Copies all elements in C order, converted to double / int64, into out[numel]. */
+int tg_to_f64_array(const tg_tensor *x, double *out);
+
+/* In place: x[...] = value. Bumps the version counter. Returns 0 or -1. */
+int tg_fill_(tg_tensor *x, double value);
+/* In place: dst[...] = src, src broadcast to dst's shape and converted to its
+ * dtype. Returns 0 or -1. */
+int tg_copy_(tg_tensor *dst, const tg_tensor *src);
+
+/* ---------------------------------------------------------------- random */
+
+/* A generator bit-compatible with PyTorch's CPU generator (mt19937). */
+typedef struct tg_generator tg_generator;
+tg_generator *tg_generator_new(uint64_t seed);
+void tg_generator_free(tg_generator *g);
+tg_generator *tg_default_generator(void); // borrowed; one per process
+/* torch.manual_seed(seed) on the default generator. */
+void tg_manual_seed(uint64_t seed);
+void tg_generator_seed(tg_generator *g, uint64_t seed);
+/* U[0, 1), N(0, 1), integers in [low, high): as torch.rand/randn/randint.
+ * g NULL means the default generator. */
+tg_tensor *tg_rand(const int64_t *shape, int ndim, tg_dtype dtype);
+tg_tensor *tg_randn(const int64_t *shape, int ndim, tg_dtype dtype);
+tg_tensor *tg_randint(int64_t low, int64_t high, const int64_t *shape,
+                      int ndim);
+tg_tensor *tg_rand_gen(tg_generator *g, const int64_t *shape, int ndim,
+                       tg_dtype dtype);
+tg_tensor *tg_randn_gen(tg_generator *g, const int64_t *shape, int ndim,
+                        tg_dtype dtype);
+tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
+                          const int64_t *shape, int ndim);
+/* In place, as Tensor.uniform_(from, to) / normal_(mean, std). 0 or -1. */
+int tg_uniform_(tg_tensor *x, double from, double to, tg_generator *g);
+int tg_normal_(tg_tensor *x, double mean, double std, tg_generator *g);
+
+/* -------------------------------------------------------------- printing */
+
+/* As torch.set_printoptions: precision (default 4), sci_mode (-1 auto,
+ * 0 never, 1 always), threshold (default 1000 elements before "..."),
+ * edgeitems (default 3), linewidth (default 80). */
+typedef struct tg_print_options {
+    int precision;
+    int sci_mode;
+    int64_t threshold;
+    int64_t edgeitems;
+    int linewidth;
+} tg_print_options;
+tg_print_options tg_get_print_options(void);
+void tg_set_print_options(tg_print_options options);
+/* Formats x exactly as PyTorch's repr: "tensor([[0.2961, 0.5166]])".
+ * Returns a malloc'd string the caller frees, or NULL. */
+char *tg_format(const tg_tensor *x);
+int tg_fprint(FILE *f, const tg_tensor *x); // writes tg_format(x) and "\n"
+int tg_print(const tg_tensor *x);           // to stdout
+
+/* ------------------------------------------------------------------ .npy */
+
+/* Writes x (any layout) as a C-order little-endian .npy (version 1.0). */
+int tg_save_npy(const char *path, const tg_tensor *x);
+/* Reads float32/float64/int64 little-endian C-order .npy, versions 1-3. */
+tg_tensor *tg_load_npy(const char *path);
+/* The same from memory (used by the loaders and the fuzzers). */
+tg_tensor *tg_npy_parse(const void *bytes, size_t nbytes, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

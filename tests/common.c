@@ -1,0 +1,113 @@
+/*
+ * tests/common.c - setup, teardown and comparison helpers for the tests.
+ */
+#include "common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void tg_test_setup(void)
+{
+    tg_set_error_handler(tg_error_handler_quiet);
+    tg_clear_error();
+}
+
+bool tg_test_no_live_tensors(char *report, size_t report_size)
+{
+    int64_t live = tg_live_tensors();
+    snprintf(report, report_size,
+             "%lld tensors are still alive at the end of the test (a "
+             "missing tg_release?)",
+             (long long)live);
+    return live == 0;
+}
+
+void tg_test_teardown(void)
+{
+    char report[256];
+    cr_assert(tg_test_no_live_tensors(report, sizeof report), "%s", report);
+}
+
+const char *tg_test_ref_path(const char *name)
+{
+    static char path[4096];
+    const char *dir = getenv("TG_REFERENCE_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/reference",
+             name);
+    return path;
+}
+
+tg_tensor *tg_test_load_ref(const char *name)
+{
+    char file[512];
+    snprintf(file, sizeof file, "%s.npy", name);
+    tg_tensor *t = tg_load_npy(tg_test_ref_path(file));
+    cr_assert_not_null(t, "cannot load reference %s: %s", file,
+                       tg_last_error());
+    return t;
+}
+
+bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
+                   double rtol, double atol, bool check_dtype, char *report,
+                   size_t report_size)
+{
+    char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
+    if (!actual || !expected) {
+        snprintf(report, report_size, "a tensor is NULL (actual %p, "
+                                      "expected %p); last error: %s",
+                 (const void *)actual, (const void *)expected,
+                 tg_last_error());
+        return false;
+    }
+    if (!tg_same_shape(actual, expected)) {
+        snprintf(report, report_size, "shape %s, expected %s",
+                 tg_shape_str(actual, s1), tg_shape_str(expected, s2));
+        return false;
+    }
+    if (check_dtype && actual->dtype != expected->dtype) {
+        snprintf(report, report_size, "dtype %s, expected %s",
+                 tg_dtype_name(actual->dtype),
+                 tg_dtype_name(expected->dtype));
+        return false;
+    }
+    int64_t n = actual->numel;
+    double *a = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    double *e = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    tg_to_f64_array(actual, a);
+    tg_to_f64_array(expected, e);
+    int64_t bad = -1, worst = -1;
+    double worst_excess = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bool ok;
+        if (isnan(e[i]) || isnan(a[i]))
+            ok = isnan(e[i]) && isnan(a[i]);
+        else if (isinf(e[i]) || isinf(a[i]))
+            ok = a[i] == e[i];
+        else {
+            double excess = fabs(a[i] - e[i]) - (atol + rtol * fabs(e[i]));
+            ok = excess <= 0;
+            if (!ok && excess > worst_excess) {
+                worst_excess = excess;
+                worst = i;
+            }
+        }
+        if (!ok && bad < 0)
+            bad = i;
+    }
+    bool close = bad < 0;
+    if (!close) {
+        int64_t i = worst >= 0 ? worst : bad;
+        snprintf(report, report_size,
+                 "tensors of shape %s differ at flat index %lld: actual "
+                 "%.9g, expected %.9g (rtol %g, atol %g; first mismatch at "
+                 "%lld)",
+                 tg_shape_str(actual, s1), (long long)i, a[i], e[i], rtol,
+                 atol, (long long)bad);
+    } else if (report_size) {
+        report[0] = '\0';
+    }
+    free(a);
+    free(e);
+    return close;
+}

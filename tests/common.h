@@ -1,0 +1,71 @@
+/*
+ * tests/common.h - what every test file shares.
+ *
+ * TG_TEST(suite, name) is a Criterion test that installs the quiet error
+ * handler before it runs and, after its body, fails unless every tensor it
+ * made was released. The comparison helpers load NumPy references and report the
+ * worst element when a result is off.
+ */
+#ifndef TG_TESTS_COMMON_H
+#define TG_TESTS_COMMON_H
+
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "tapegrad.h"
+
+void tg_test_setup(void);
+void tg_test_teardown(void);
+
+/* (Criterion 2.4 ignores failed assertions in .fini, so the leak check runs
+ * at the end of the test body instead.) */
+#define TG_TEST(suite, name)                                                \
+    static void suite##_##name##_body(void);                                \
+    Test(suite, name, .init = tg_test_setup)                                \
+    {                                                                       \
+        suite##_##name##_body();                                            \
+        tg_test_teardown();                                                 \
+    }                                                                       \
+    static void suite##_##name##_body(void)
+
+/* The check behind the teardown: true when no tensor is alive; otherwise
+ * says how many are in report. */
+bool tg_test_no_live_tensors(char *report, size_t report_size);
+
+/* Loads tests/reference/<name>.npy (new reference); fails the test if it
+ * cannot. The folder comes from TG_REFERENCE_DIR, set by meson test. */
+tg_tensor *tg_test_load_ref(const char *name);
+/* Path of a file in the reference folder (static buffer). */
+const char *tg_test_ref_path(const char *name);
+
+/* Compares element by element: shapes must match, dtypes must match when
+ * check_dtype, and |actual - expected| <= atol + rtol * |expected| must hold
+ * everywhere (NaN matches NaN, inf matches the same inf). Returns true when
+ * close; otherwise writes the first mismatch or the worst element into
+ * report. */
+bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
+                   double rtol, double atol, bool check_dtype, char *report,
+                   size_t report_size);
+
+/* Asserts tg_test_close, printing the report on failure. */
+#define tg_assert_close(actual, expected, rtol, atol)                       \
+    do {                                                                    \
+        char report_[1024];                                                 \
+        cr_assert(tg_test_close((actual), (expected), (rtol), (atol), true, \
+                                report_, sizeof report_),                   \
+                  "%s", report_);                                           \
+    } while (0)
+
+/* Asserts the last error message contains each of the given fragments. */
+#define tg_assert_error(...)                                                \
+    do {                                                                    \
+        const char *frags_[] = {__VA_ARGS__};                               \
+        for (size_t i_ = 0; i_ < sizeof frags_ / sizeof *frags_; i_++)      \
+            cr_assert(strstr(tg_last_error(), frags_[i_]) != NULL,          \
+                      "expected \"%s\" in the error message, got:\n%s",     \
+                      frags_[i_], tg_last_error());                         \
+    } while (0)
+
+#endif

@@ -160,7 +160,12 @@ int tg_copy_(tg_tensor *dst, const tg_tensor *src);
 typedef struct tg_generator tg_generator;
 tg_generator *tg_generator_new(uint64_t seed);
 void tg_generator_free(tg_generator *g);
-tg_generator *tg_default_generator(void); // borrowed; one per process
+/* The default generator (used whenever g is NULL) is one static object per
+ * process, seeded with PyTorch's default seed, with no lock: it is not
+ * thread-safe. A thread that draws numbers while another does must use its
+ * own generator from tg_generator_new(). tg_generator_free(NULL) and
+ * tg_generator_seed(NULL, s) do nothing. */
+tg_generator *tg_default_generator(void); // borrowed
 /* torch.manual_seed(seed) on the default generator. */
 void tg_manual_seed(uint64_t seed);
 void tg_generator_seed(tg_generator *g, uint64_t seed);

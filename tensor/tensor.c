@@ -322,6 +322,8 @@ bool tg_is_contiguous(const tg_tensor *x)
 {
     if (!x)
         return false;
+    if (x->numel == 0) // nothing to lay out: any strides will do (PyTorch)
+        return true;
     int64_t expected = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
         if (x->shape[d] == 1)

@@ -1,2 +1,104 @@
-/* placeholder: being written */
+/*
+ * autograd/ops/softmax.c - softmax and log_softmax along one dim.
+ *
+ * Forward only so far. x is seen as a contiguous (outer, n, inner) block:
+ * outer = prod(shape[:dim]), n = shape[dim], inner = prod(shape[dim+1:]).
+ * Each of the outer * inner rows holds n elements, `inner` apart. The math
+ * runs in double for both float dtypes and is rounded to x's dtype once at
+ * the end. int64 inputs are an error, as in PyTorch. Reductions that return
+ * fewer elements (sum, max, ...) are in reduce.c.
+ */
 #include "../../tensor/internal.h"
+#include "../ops.h"
+
+#include <math.h>
+
+/* Stores v into element i of a contiguous float out. */
+static void store(tg_tensor *out, int64_t i, double v)
+{
+    if (out->dtype == TG_FLOAT32)
+        ((float *)tg_base_ptr(out))[i] = (float)v;
+    else
+        ((double *)tg_base_ptr(out))[i] = v;
+}
+
+/* One row: x[0], x[stride], ..., x[(n-1) * stride], written to the same
+ * positions of out (starting at element `first`).
+ *
+ *   m             = max_j x_j     (subtracted so that exp cannot overflow)
+ *   softmax_j     = exp(x_j - m) / sum_i exp(x_i - m)
+ *   log_softmax_j = x_j - m - log(sum_i exp(x_i - m))
+ *
+ * The shift changes nothing mathematically: exp(x_j - m) / sum exp(x_i - m)
+ * = exp(x_j) / sum exp(x_i). Without it, exp(1000) is inf in float64 and the
+ * result is inf / inf = NaN. A row of all -inf has m = -inf and x_j - m =
+ * NaN, so the whole row is NaN, as PyTorch; so is a row containing NaN or
+ * +inf (the sum becomes NaN). */
+static void softmax_row(const double *x, int64_t n, int64_t stride,
+                        tg_tensor *out, int64_t first, bool log_form)
+{
+    double m = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+        if (x[j * stride] > m)
+            m = x[j * stride];
+    /* With every x_j = -inf the loop leaves m = -inf, giving NaN below. */
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        sum += exp(x[j * stride] - m);
+    double log_sum = log(sum);
+    for (int64_t j = 0; j < n; j++) {
+        double shifted = x[j * stride] - m;
+        store(out, first + j * stride,
+              log_form ? shifted - log_sum : exp(shifted) / sum);
+    }
+}
+
+static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
+                                bool log_form)
+{
+    if (!x)
+        return NULL;
+    if (x->dtype == TG_INT64) {
+        tg_error(fn,
+                 "cannot take the %s of an int64 tensor\n"
+                 "  rule: softmax needs a float32 or float64 input (as in "
+                 "PyTorch)\n"
+                 "  hint: convert first: %s(tg_to_dtype(x, TG_FLOAT32), "
+                 "dim)",
+                 log_form ? "log-softmax" : "softmax", fn);
+        return NULL;
+    }
+    int d = tg_dim_normalize(fn, dim, x->ndim);
+    if (d < 0)
+        return NULL;
+    /* A 0-d x is one row of one element. */
+    int64_t outer = 1, n = x->ndim ? x->shape[d] : 1, inner = 1;
+    for (int i = 0; i < d; i++)
+        outer *= x->shape[i];
+    for (int i = d + 1; i < x->ndim; i++)
+        inner *= x->shape[i];
+    tg_tensor *xd = tg_contiguous_as(x, TG_FLOAT64); // (outer, n, inner)
+    tg_tensor *out = xd ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
+    if (out && x->numel > 0) {
+        const double *px = (const double *)tg_base_ptr(xd);
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = 0; i < inner; i++) {
+                int64_t first = o * n * inner + i;
+                softmax_row(px + first, n, inner, out, first, log_form);
+            }
+    }
+    tg_release(xd);
+    return out;
+}
+
+/* out = exp(x - max) / sum(exp(x - max)) along dim */
+tg_tensor *tg_softmax(const tg_tensor *x, int dim)
+{
+    return softmax_along("tg_softmax", x, dim, false);
+}
+
+/* out = x - max - log(sum(exp(x - max))) along dim */
+tg_tensor *tg_log_softmax(const tg_tensor *x, int dim)
+{
+    return softmax_along("tg_log_softmax", x, dim, true);
+}

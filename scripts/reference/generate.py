@@ -22,7 +22,7 @@ def main():
     written = []
 
     def save(name, array):
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # keeps 0-d arrays 0-d
         assert array.dtype in (np.float32, np.float64, np.int64), (name, array.dtype)
         assert name not in written, f"{name} written twice"
         np.save(out / f"{name}.npy", array, allow_pickle=False)

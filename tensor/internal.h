@@ -18,12 +18,6 @@
  * "\n  hint: ..." where a fix can be suggested. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
-/* ------------------------------------------------------ reference kernels */
-
-/* tg_matmul computed by the plain strided triple loop: the reference the
- * fast kernel is tested against (autograd/ops/matmul.c). */
-tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b);
-
 #endif
 void tg_error(const char *fn, const char *fmt, ...);
 

@@ -60,11 +60,16 @@ static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
         return NULL;
     t->dtype = dtype;
     t->ndim = ndim;
+    /* A zero size anywhere makes numel 0 before any large product can
+     * overflow, e.g. (2^40, 2^40, 0). */
     t->numel = 1;
     for (int d = 0; d < ndim; d++) {
         t->shape[d] = shape[d];
-        t->numel *= shape[d];
+        if (shape[d] == 0)
+            t->numel = 0;
     }
+    for (int d = 0; d < ndim && t->numel; d++)
+        t->numel *= shape[d];
     t->refcount = 1;
     atomic_fetch_add(&live_tensors, 1);
     return t;
@@ -274,8 +279,9 @@ tg_tensor *tg_linspace(double start, double end, int64_t steps,
     int64_t half = steps / 2;
     char *p = tg_base_ptr(t);
     for (int64_t i = 0; i < steps; i++) {
-        double v = i < half ? start + step * (double)i
-                            : end - step * (double)(steps - i - 1);
+        double v = (i < half || steps == 1)
+                       ? start + step * (double)i
+                       : end - step * (double)(steps - i - 1);
         if (dtype == TG_FLOAT32)
             ((float *)p)[i] = (float)v;
         else if (dtype == TG_FLOAT64)

@@ -1,3 +1,244 @@
+/*
+ * tests/tensor/test_create.c - creation, reference counting, element access,
+ * fill and copy: the tensor core below every op.
+ */
 #include "../common.h"
+#include "tensor/internal.h" // tg_view_make, tg_contiguous_as: the core under test
 
-TG_TEST(placeholder, builds) { cr_assert(1); }
+#include <math.h>
+
+TG_TEST(create, zeros_ones_full_have_shape_strides_and_values)
+{
+    tg_tensor *z = tg_zeros(TG_SHAPE(2, 3, 4), TG_FLOAT32);
+    cr_assert_eq(z->ndim, 3);
+    cr_assert_eq(z->numel, 24);
+    cr_assert_eq(z->strides[0], 12);
+    cr_assert_eq(z->strides[1], 4);
+    cr_assert_eq(z->strides[2], 1);
+    cr_assert(tg_is_contiguous(z));
+    for (int64_t i = 0; i < z->numel; i++)
+        cr_assert_eq(tg_data_f32(z)[i], 0.0f);
+
+    tg_tensor *o = tg_ones(TG_SHAPE(5), TG_INT64);
+    for (int64_t i = 0; i < 5; i++)
+        cr_assert_eq(tg_data_i64(o)[i], 1);
+
+    tg_tensor *f = tg_full(TG_SHAPE(2, 2), -2.5, TG_FLOAT64);
+    for (int64_t i = 0; i < 4; i++)
+        cr_assert_eq(tg_data_f64(f)[i], -2.5);
+
+    tg_release(z);
+    tg_release(o);
+    tg_release(f);
+}
+
+TG_TEST(create, scalar_is_zero_dimensional)
+{
+    tg_tensor *s = tg_scalar(3.25, TG_FLOAT64);
+    cr_assert_eq(s->ndim, 0);
+    cr_assert_eq(s->numel, 1);
+    cr_assert_eq(tg_item(s), 3.25);
+    char buf[TG_SHAPE_STR_MAX];
+    cr_assert_str_eq(tg_shape_str(s, buf), "()");
+    tg_release(s);
+}
+
+TG_TEST(create, shape_strings_follow_python)
+{
+    char buf[TG_SHAPE_STR_MAX];
+    tg_tensor *a = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
+    tg_tensor *b = tg_zeros(TG_SHAPE(2, 0, 4), TG_FLOAT32);
+    cr_assert_str_eq(tg_shape_str(a, buf), "(3,)");
+    cr_assert_str_eq(tg_shape_str(b, buf), "(2, 0, 4)");
+    cr_assert_eq(b->numel, 0);
+    tg_release(a);
+    tg_release(b);
+}
+
+TG_TEST(create, from_array_copies_the_data)
+{
+    double data[6] = {1, 2, 3, 4, 5, 6};
+    tg_tensor *t = tg_from_array(data, TG_SHAPE(2, 3), TG_FLOAT64);
+    data[0] = 100; // the tensor owns a copy
+    double v;
+    cr_assert_eq(tg_get(t, TG_SHAPE(0, 0), &v), 0);
+    cr_assert_eq(v, 1.0);
+    cr_assert_eq(tg_get(t, TG_SHAPE(1, 2), &v), 0);
+    cr_assert_eq(v, 6.0);
+    cr_assert_eq(tg_get(t, TG_SHAPE(-1, -3), &v), 0); // negative indices
+    cr_assert_eq(v, 4.0);
+    tg_release(t);
+}
+
+TG_TEST(create, arange_linspace_eye_match_numpy)
+{
+    tg_tensor *a = tg_arange(-1.5, 2.0, 0.25, TG_FLOAT32);
+    tg_tensor *ra = tg_test_load_ref("create_arange_f32");
+    tg_assert_close(a, ra, 0, 0); // exact: start + i * step is exact here
+    tg_tensor *b = tg_arange(3, 20, 4, TG_INT64);
+    tg_tensor *rb = tg_test_load_ref("create_arange_i64");
+    tg_assert_close(b, rb, 0, 0);
+    /* PyTorch and NumPy compute interior linspace points by different
+     * formulas (PyTorch counts down from the end for the second half), so
+     * they may differ in the last bit: 1 ulp of tolerance. */
+    tg_tensor *c = tg_linspace(-2, 3, 11, TG_FLOAT64);
+    tg_tensor *rc = tg_test_load_ref("create_linspace_f64");
+    tg_assert_close(c, rc, 4e-16, 0);
+    tg_tensor *d = tg_linspace(0, 1, 7, TG_FLOAT32);
+    tg_tensor *rd = tg_test_load_ref("create_linspace_f32");
+    tg_assert_close(d, rd, 1.2e-7, 0);
+    tg_tensor *e = tg_eye(3, 5, TG_FLOAT64);
+    tg_tensor *re = tg_test_load_ref("create_eye_f64");
+    tg_assert_close(e, re, 0, 0);
+    tg_tensor *all[] = {a, ra, b, rb, c, rc, d, rd, e, re};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        tg_release(all[i]);
+}
+
+TG_TEST(create, linspace_ends_are_exact)
+{
+    tg_tensor *t = tg_linspace(0.1, 0.7, 13, TG_FLOAT64);
+    cr_assert_eq(tg_data_f64(t)[0], 0.1);
+    cr_assert_eq(tg_data_f64(t)[12], 0.7);
+    tg_release(t);
+    tg_tensor *one = tg_linspace(5, 9, 1, TG_FLOAT32);
+    cr_assert_eq(tg_data_f32(one)[0], 5.0f); // a single point is start
+    tg_release(one);
+}
+
+TG_TEST(create, like_functions_copy_shape_and_dtype)
+{
+    tg_tensor *x = tg_full(TG_SHAPE(4, 2), 7, TG_FLOAT64);
+    tg_tensor *z = tg_zeros_like(x), *o = tg_ones_like(x),
+              *f = tg_full_like(x, 3), *e = tg_empty_like(x);
+    tg_tensor *all[] = {z, o, f, e};
+    for (int i = 0; i < 4; i++) {
+        cr_assert(tg_same_shape(x, all[i]));
+        cr_assert_eq(all[i]->dtype, TG_FLOAT64);
+    }
+    cr_assert_eq(tg_data_f64(o)[7], 1.0);
+    cr_assert_eq(tg_data_f64(f)[3], 3.0);
+    cr_assert_eq(tg_data_f64(z)[5], 0.0);
+    for (int i = 0; i < 4; i++)
+        tg_release(all[i]);
+    tg_release(x);
+}
+
+TG_TEST(lifetime, retain_release_and_live_counts)
+{
+    int64_t storages = tg_live_storages();
+    tg_tensor *t = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
+    cr_assert_eq(tg_live_tensors(), 1);
+    cr_assert_eq(tg_live_storages(), storages + 1);
+    cr_assert_eq(tg_retain(t), t);
+    cr_assert_eq(t->refcount, 2);
+    tg_release(t);
+    cr_assert_eq(tg_live_tensors(), 1); // one reference left
+    tg_release(t);
+    cr_assert_eq(tg_live_tensors(), 0);
+    cr_assert_eq(tg_live_storages(), storages);
+    tg_release(NULL); // a no-op
+    cr_assert_null(tg_retain(NULL));
+}
+
+TG_TEST(lifetime, a_view_keeps_the_storage_alive)
+{
+    tg_tensor *base = tg_arange(0, 6, 1, TG_FLOAT32);
+    int64_t shape[] = {3}, strides[] = {2};
+    tg_tensor *v = tg_view_make(base, shape, strides, 1, 1); // base[1::2]
+    cr_assert_eq(base->storage, v->storage);
+    cr_assert_eq(base->storage->refcount, 2);
+    tg_release(base);
+    cr_assert_eq(v->storage->refcount, 1);
+    double got;
+    tg_get(v, TG_SHAPE(2), &got);
+    cr_assert_eq(got, 5.0);
+    cr_assert_not(tg_is_contiguous(v));
+    tg_release(v);
+}
+
+TG_TEST(access, set_writes_through_views_and_bumps_the_version)
+{
+    tg_tensor *base = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    int64_t shape[] = {3, 2}, strides[] = {1, 3};
+    tg_tensor *t = tg_view_make(base, shape, strides, 2, 0); // base.T
+    uint64_t version = base->storage->version;
+    cr_assert_eq(tg_set(t, TG_SHAPE(2, 1), 9.5), 0);
+    cr_assert_eq(base->storage->version, version + 1);
+    double v;
+    tg_get(base, TG_SHAPE(1, 2), &v);
+    cr_assert_eq(v, 9.5);
+    tg_release(t);
+    tg_release(base);
+}
+
+TG_TEST(access, item_size_and_typed_data)
+{
+    tg_tensor *t = tg_full(TG_SHAPE(1, 1), 4, TG_INT64);
+    cr_assert_eq(tg_item(t), 4.0);
+    cr_assert_eq(tg_size(t, -1), 1);
+    cr_assert_not_null(tg_data_i64(t));
+    cr_assert_null(tg_data_f32(t)); // wrong dtype: an error, not a cast
+    tg_assert_error("tg_data_f32", "int64");
+    tg_release(t);
+}
+
+TG_TEST(fill_copy, fill_reaches_every_element_of_a_view)
+{
+    tg_tensor *base = tg_zeros(TG_SHAPE(4, 4), TG_FLOAT64);
+    int64_t shape[] = {2, 2}, strides[] = {8, 2};
+    tg_tensor *v = tg_view_make(base, shape, strides, 2, 0); // base[::2, ::2]
+    cr_assert_eq(tg_fill_(v, 1.0), 0);
+    double sum = 0;
+    for (int64_t i = 0; i < 16; i++)
+        sum += tg_data_f64(base)[i];
+    cr_assert_eq(sum, 4.0);
+    cr_assert_eq(tg_data_f64(base)[0], 1.0);
+    cr_assert_eq(tg_data_f64(base)[2], 1.0);
+    cr_assert_eq(tg_data_f64(base)[8], 1.0);
+    cr_assert_eq(tg_data_f64(base)[10], 1.0);
+    tg_release(v);
+    tg_release(base);
+}
+
+TG_TEST(fill_copy, copy_broadcasts_and_converts)
+{
+    tg_tensor *dst = tg_zeros(TG_SHAPE(2, 3), TG_INT64);
+    tg_tensor *row = tg_from_array((double[]){1.9, -2.7, 3.0}, TG_SHAPE(3),
+                                   TG_FLOAT64);
+    cr_assert_eq(tg_copy_(dst, row), 0);
+    /* float -> int64 truncates toward zero, as a C cast and PyTorch. */
+    int64_t expected[6] = {1, -2, 3, 1, -2, 3};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tg_data_i64(dst)[i], expected[i]);
+    tg_release(dst);
+    tg_release(row);
+}
+
+TG_TEST(fill_copy, copy_refuses_to_grow_the_destination)
+{
+    tg_tensor *dst = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
+    tg_tensor *src = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    cr_assert_eq(tg_copy_(dst, src), -1);
+    tg_assert_error("tg_copy_", "(2, 3)", "(3,)", "rule:");
+    tg_release(dst);
+    tg_release(src);
+}
+
+TG_TEST(fill_copy, contiguous_as_converts_strided_input)
+{
+    tg_tensor *base = tg_arange(0, 6, 1, TG_INT64);
+    int64_t shape[] = {3, 2}, strides[] = {1, 3};
+    tg_tensor *t = tg_view_make(base, shape, strides, 2, 0);
+    tg_tensor *c = tg_contiguous_as(t, TG_FLOAT32);
+    float expected[6] = {0, 3, 1, 4, 2, 5};
+    cr_assert(tg_is_contiguous(c));
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tg_data_f32(c)[i], expected[i]);
+    tg_tensor *same = tg_contiguous_as(base, TG_INT64);
+    cr_assert_eq(same, base); // already right: retained, not copied
+    tg_release(same);
+    tg_release(c);
+    tg_release(t);
+    tg_release(base);
+}

@@ -115,7 +115,10 @@ tg_tensor *tg_ge_scalar(const tg_tensor *a, double s);
  * nonzero meaning true. */
 tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a,
                     const tg_tensor *b);
-/* min(max(x, lo), hi); pass -INFINITY / INFINITY to leave a side open. */
+/* min(max(x, lo), hi); pass -INFINITY / INFINITY to leave a side open.
+ * NaN stays NaN; lo > hi gives hi. A NaN bound is an error. An int64 x
+ * stays int64 when both bounds are whole numbers or infinite; a fractional
+ * bound gives float32. */
 tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi);
 
 /* ------------------------------------------------------------- reductions */

@@ -124,28 +124,37 @@ TG_BINARY_LOOP(pow_i64, int64_t, int64_t, ipow(a, b))
 static const tg_elementwise_kernel pow_kernel = {pow_f32, pow_f64, pow_i64,
                                                  false};
 
-static bool has_negative_int(const tg_tensor *t)
+/* The flat index of the first negative element of an int64 tensor, or -1. */
+static int64_t first_negative_int(const tg_tensor *t)
 {
     if (t->dtype != TG_INT64)
-        return false;
+        return -1;
     for (int64_t i = 0; i < t->numel; i++)
         if (tg_read_flat(t, i) < 0)
-            return true;
-    return false;
+            return i;
+    return -1;
 }
 
 tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
 {
     if (!a || !b)
         return NULL;
-    if (a->dtype == TG_INT64 && has_negative_int(b)) {
+    /* Shapes first, so a shape mistake is reported as one. */
+    int64_t shape[TG_MAX_DIMS];
+    int ndim;
+    if (tg_broadcast_shape("tg_pow", a->shape, a->ndim, b->shape, b->ndim,
+                           shape, &ndim) < 0)
+        return NULL;
+    int64_t at = a->dtype == TG_INT64 ? first_negative_int(b) : -1;
+    if (at >= 0) {
         tg_error("tg_pow",
-                 "an int64 tensor cannot be raised to a negative int64 "
-                 "power\n"
+                 "cannot raise an int64 tensor to the negative int64 "
+                 "power %.0f (element %lld of b, in C order)\n"
                  "  rule: integers to negative powers are not integers "
                  "(as in PyTorch)\n"
                  "  hint: convert the base first: "
-                 "tg_pow(tg_to_dtype(a, TG_FLOAT32), b)");
+                 "tg_pow(tg_to_dtype(a, TG_FLOAT32), b)",
+                 tg_read_flat(b, at), (long long)at);
         return NULL;
     }
     return tg_binary_apply("tg_pow", &pow_kernel, a, b, NULL);

@@ -111,3 +111,15 @@ bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
     free(e);
     return close;
 }
+
+void tg_test_check_ref(tg_tensor *actual, const char *name, double rtol,
+                       double atol)
+{
+    tg_tensor *expected = tg_test_load_ref(name);
+    char report[1024];
+    bool ok = tg_test_close(actual, expected, rtol, atol, true, report,
+                            sizeof report);
+    tg_release(actual);
+    tg_release(expected);
+    cr_assert(ok, "%s: %s", name, report);
+}

@@ -49,6 +49,12 @@ bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
                    double rtol, double atol, bool check_dtype, char *report,
                    size_t report_size);
 
+/* Compares actual with the reference array `name` (tg_test_close with the
+ * dtype checked) and asserts, naming the reference on failure. Takes
+ * ownership of actual: it is released here. */
+void tg_test_check_ref(tg_tensor *actual, const char *name, double rtol,
+                       double atol);
+
 /* Asserts tg_test_close, printing the report on failure. */
 #define tg_assert_close(actual, expected, rtol, atol)                       \
     do {                                                                    \

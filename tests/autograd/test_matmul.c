@@ -24,32 +24,6 @@
 
 #define FLOAT32_ULP 1.1920929e-07 // 2^-23
 
-/* Compares actual (a new reference, released here) with the reference
- * array `name`; the message names the reference.
- *
- * generate.py saves 0-d arrays as shape (1,) (np.ascontiguousarray makes
- * every array at least 1-d), so a 0-d result is compared with a (1,)
- * reference as (1,). None of the references of this file is legitimately
- * (1,), so this cannot hide a wrong shape. */
-static void check_ref(tg_tensor *actual, const char *name, double rtol,
-                      double atol)
-{
-    tg_tensor *expected = tg_test_load_ref(name);
-    if (actual && actual->ndim == 0 && expected->ndim == 1 &&
-        expected->shape[0] == 1) {
-        tg_tensor *as_1d = tg_view_make(actual, (int64_t[]){1},
-                                        (int64_t[]){1}, 1, actual->offset);
-        tg_release(actual);
-        actual = as_1d;
-    }
-    char report[1024];
-    bool ok = tg_test_close(actual, expected, rtol, atol, true, report,
-                            sizeof report);
-    tg_release(actual);
-    tg_release(expected);
-    cr_assert(ok, "%s: %s", name, report);
-}
-
 /* A non-contiguous tensor equal to x (ndim >= 2): x's last two dims are
  * copied transposed into fresh storage, and a view swaps them back. */
 static tg_tensor *non_contiguous_copy(const tg_tensor *x)
@@ -146,7 +120,7 @@ static void check_cases(tg_tensor *(*mm)(const tg_tensor *,
         double rtol, atol;
         tolerance_for(out->dtype, &rtol, &atol);
         snprintf(name, sizeof name, "matmul_%s_out", cases[c].name);
-        check_ref(out, name, rtol, atol);
+        tg_test_check_ref(out, name, rtol, atol);
         tg_release(a);
         tg_release(b);
     }

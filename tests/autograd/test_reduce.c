@@ -23,32 +23,6 @@
 
 #define FLOAT32_ULP 1.1920929e-07 // 2^-23
 
-/* Compares actual (a new reference, released here) with the reference
- * array `name`; the message names the reference.
- *
- * generate.py saves 0-d arrays as shape (1,) (np.ascontiguousarray makes
- * every array at least 1-d), so a 0-d result is compared with a (1,)
- * reference as (1,). None of the references of this file is legitimately
- * (1,), so this cannot hide a wrong shape. */
-static void check_ref(tg_tensor *actual, const char *name, double rtol,
-                      double atol)
-{
-    tg_tensor *expected = tg_test_load_ref(name);
-    if (actual && actual->ndim == 0 && expected->ndim == 1 &&
-        expected->shape[0] == 1) {
-        tg_tensor *as_1d = tg_view_make(actual, (int64_t[]){1},
-                                        (int64_t[]){1}, 1, actual->offset);
-        tg_release(actual);
-        actual = as_1d;
-    }
-    char report[1024];
-    bool ok = tg_test_close(actual, expected, rtol, atol, true, report,
-                            sizeof report);
-    tg_release(actual);
-    tg_release(expected);
-    cr_assert(ok, "%s: %s", name, report);
-}
-
 /* The view of x with dims d0 and d1 swapped: non-contiguous, no copy. */
 static tg_tensor *swapped_view(const tg_tensor *x, int d0, int d1)
 {
@@ -125,7 +99,7 @@ TG_TEST(reduce, every_dim_set_matches_numpy_f32)
                 /* Selections are exact; the rest: one float32 ulp (see the
                  * top of the file). var2 over a dim of size 2 divides by 0:
                  * the inf must match exactly, which tg_test_close does. */
-                check_ref(r, name, is_selection(ops[o]) ? 0 : FLOAT32_ULP,
+                tg_test_check_ref(r, name, is_selection(ops[o]) ? 0 : FLOAT32_ULP,
                           0);
             }
     tg_release(x);
@@ -147,7 +121,7 @@ TG_TEST(reduce, every_dim_set_matches_numpy_f64)
              * addition rounds by <= 2^-53 of the running sum, so the two
              * differ by well under 120 * 1.1e-16 * 120 ~ 1.6e-12
              * absolute; results are O(1..10). */
-            check_ref(r, name, 1e-12, 1e-12);
+            tg_test_check_ref(r, name, 1e-12, 1e-12);
         }
     tg_release(x);
 }
@@ -162,13 +136,13 @@ TG_TEST(reduce, var_two_pass_is_accurate_when_mean_dwarfs_std)
     /* One float32 ulp, see the top of the file. The one-pass formula,
      * even in double, is off by about 3e-3 relative here (next test):
      * some 25000 times more. */
-    check_ref(tg_var(x, TG_DIMS(1), 0, false), "reduce_shift_var0",
+    tg_test_check_ref(tg_var(x, TG_DIMS(1), 0, false), "reduce_shift_var0",
               FLOAT32_ULP, 0);
-    check_ref(tg_var(x, TG_DIMS(1), 1, false), "reduce_shift_var1",
+    tg_test_check_ref(tg_var(x, TG_DIMS(1), 1, false), "reduce_shift_var1",
               FLOAT32_ULP, 0);
-    check_ref(tg_std(x, TG_DIMS(1), 0, false), "reduce_shift_std0",
+    tg_test_check_ref(tg_std(x, TG_DIMS(1), 0, false), "reduce_shift_std0",
               FLOAT32_ULP, 0);
-    check_ref(tg_std(x, TG_DIMS(1), 1, false), "reduce_shift_std1",
+    tg_test_check_ref(tg_std(x, TG_DIMS(1), 1, false), "reduce_shift_std1",
               FLOAT32_ULP, 0);
     tg_release(x);
 }
@@ -241,15 +215,15 @@ TG_TEST(reduce, int64_matches_numpy_exactly)
     for (int d = 0; d <= 1; d++) {
         char name[64];
         snprintf(name, sizeof name, "reduce_xi_sum_d%d", d);
-        check_ref(tg_sum(x, &d, 1, false), name, 0, 0);
+        tg_test_check_ref(tg_sum(x, &d, 1, false), name, 0, 0);
         snprintf(name, sizeof name, "reduce_xi_amax_d%d", d);
-        check_ref(tg_max(x, &d, 1, false), name, 0, 0);
+        tg_test_check_ref(tg_max(x, &d, 1, false), name, 0, 0);
         snprintf(name, sizeof name, "reduce_xi_amin_d%d", d);
-        check_ref(tg_min(x, &d, 1, false), name, 0, 0);
+        tg_test_check_ref(tg_min(x, &d, 1, false), name, 0, 0);
         snprintf(name, sizeof name, "reduce_xi_argmax_d%d", d);
-        check_ref(tg_argmax(x, d, false), name, 0, 0);
+        tg_test_check_ref(tg_argmax(x, d, false), name, 0, 0);
         snprintf(name, sizeof name, "reduce_xi_argmin_d%d", d);
-        check_ref(tg_argmin(x, d, false), name, 0, 0);
+        tg_test_check_ref(tg_argmin(x, d, false), name, 0, 0);
     }
     tg_release(x);
 }
@@ -338,13 +312,13 @@ TG_TEST(reduce, non_contiguous_input_matches_numpy)
     tg_tensor *v = swapped_view(x, 1, 3);
     cr_assert_not(tg_is_contiguous(v));
     /* Tolerances as in every_dim_set_matches_numpy_f32. */
-    check_ref(tg_sum(v, TG_DIMS(1, 3), false), "reduce_sum_d1_3_k0_f32",
+    tg_test_check_ref(tg_sum(v, TG_DIMS(1, 3), false), "reduce_sum_d1_3_k0_f32",
               FLOAT32_ULP, 0);
-    check_ref(tg_var(v, TG_DIMS(3, 1), 1, true), "reduce_var1_d1_3_k1_f32",
+    tg_test_check_ref(tg_var(v, TG_DIMS(3, 1), 1, true), "reduce_var1_d1_3_k1_f32",
               FLOAT32_ULP, 0);
-    check_ref(tg_max(v, TG_DIMS(-1, 1), false), "reduce_amax_d1_3_k0_f32",
+    tg_test_check_ref(tg_max(v, TG_DIMS(-1, 1), false), "reduce_amax_d1_3_k0_f32",
               0, 0);
-    check_ref(tg_mean(v, NULL, 0, false), "reduce_mean_all_k0_f32",
+    tg_test_check_ref(tg_mean(v, NULL, 0, false), "reduce_mean_all_k0_f32",
               FLOAT32_ULP, 0);
     /* argmax over the view's dim 1 is argmax over x's dim 3: compare
      * with x itself, element by element through the swap. */
@@ -579,11 +553,11 @@ TG_TEST(softmax, large_values_match_numpy_along_every_dim)
         double atol = t == 0 ? SUBNORMAL_ULP : 0;
         for (int d = 0; d < 3; d++) {
             snprintf(name, sizeof name, "softmax_d%d_%s", d, tags[t]);
-            check_ref(tg_softmax(x, d), name, rtol, atol);
+            tg_test_check_ref(tg_softmax(x, d), name, rtol, atol);
             /* the same dim counted from the end */
-            check_ref(tg_softmax(x, d - 3), name, rtol, atol);
+            tg_test_check_ref(tg_softmax(x, d - 3), name, rtol, atol);
             snprintf(name, sizeof name, "softmax_log_d%d_%s", d, tags[t]);
-            check_ref(tg_log_softmax(x, d), name, rtol, LOG_SUM_ATOL);
+            tg_test_check_ref(tg_log_softmax(x, d), name, rtol, LOG_SUM_ATOL);
         }
         tg_release(x);
     }

@@ -25,11 +25,11 @@ int main(void)
     show("torch.zeros(2, 3, dtype=torch.float64)",
          tg_zeros(TG_SHAPE(2, 3), TG_FLOAT64));
 
-    printf("\n== Random numbers: the same as torch.manual_seed(0) ==\n");
+    printf("\n== Random numbers: the same as PyTorch's for the same seed ==\n");
     tg_manual_seed(0);
-    show("torch.rand(6)", tg_rand(TG_SHAPE(6), TG_FLOAT32));
+    show("torch.manual_seed(0); torch.rand(6)", tg_rand(TG_SHAPE(6), TG_FLOAT32));
     tg_manual_seed(42);
-    show("torch.randn(2, 3)", tg_randn(TG_SHAPE(2, 3), TG_FLOAT32));
+    show("torch.manual_seed(42); torch.randn(2, 3)", tg_randn(TG_SHAPE(2, 3), TG_FLOAT32));
 
     printf("\n== Views share memory ==\n");
     tg_tensor *m = tg_reshape(x, TG_SHAPE(2, 3));

@@ -50,8 +50,8 @@ typedef struct matmul_dims {
 } matmul_dims;
 
 /* The mismatch message of STYLE.md, with the hint that most likely fixes it:
- * transposing a when its second-last dim is the one that fits, else
- * transposing b. */
+ * transposing b when that makes the shapes fit (the usual x @ W.T), else
+ * transposing a when that does, else transposing b as a first guess. */
 static void mismatch_error(const tg_tensor *a, const tg_tensor *b,
                            int64_t ka, int64_t kb)
 {
@@ -59,9 +59,11 @@ static void mismatch_error(const tg_tensor *a, const tg_tensor *b,
     const char *rule = b->ndim == 1 ? "a.shape[-1] must equal b.shape[0] "
                                       "(b is a vector)"
                                     : "a.shape[-1] must equal b.shape[-2]";
+    bool fix_b = b->ndim >= 2 && b->shape[b->ndim - 1] == ka;
     bool fix_a = a->ndim >= 2 && a->shape[a->ndim - 2] == kb;
-    const char *hint = fix_a   ? "\n  hint: did you mean "
-                                 "tg_matmul(tg_transpose(a, -1, -2), b)?"
+    const char *hint = (!fix_b && fix_a)
+                           ? "\n  hint: did you mean "
+                             "tg_matmul(tg_transpose(a, -1, -2), b)?"
                        : b->ndim >= 2 ? "\n  hint: did you mean "
                                         "tg_matmul(a, tg_transpose(b, -1, "
                                         "-2))?"

@@ -30,6 +30,11 @@ char *tg_shape_format(const int64_t *shape, int ndim,
  * PyTorch does for scalars. */
 int tg_dim_normalize(const char *fn, int dim, int ndim);
 
+/* Checks a shape argument before its sizes are read: ndim in
+ * [0, TG_MAX_DIMS] and a non-NULL array when ndim > 0. False with an error
+ * naming fn otherwise. */
+bool tg_shape_arg_ok(const char *fn, const int64_t *shape, int ndim);
+
 /* Validates a requested shape (ndim in range, no negative sizes, no
  * overflowing product) and returns its element count, or -1 with an error. */
 int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);

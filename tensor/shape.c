@@ -78,14 +78,14 @@ int tg_dim_normalize(const char *fn, int dim, int ndim)
     return dim < 0 ? dim + n : dim;
 }
 
-int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
+bool tg_shape_arg_ok(const char *fn, const int64_t *shape, int ndim)
 {
     if (ndim < 0 || ndim > TG_MAX_DIMS) {
         tg_error(fn,
-                 "cannot make a tensor with %d dims\n"
+                 "cannot make a shape with %d dims\n"
                  "  rule: ndim must be in [0, %d]",
                  ndim, TG_MAX_DIMS);
-        return -1;
+        return false;
     }
     if (ndim > 0 && !shape) {
         tg_error(fn,
@@ -93,8 +93,15 @@ int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
                  "  hint: pass TG_SHAPE(2, 3), or NULL with ndim 0 for a "
                  "scalar",
                  ndim);
-        return -1;
+        return false;
     }
+    return true;
+}
+
+int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
+{
+    if (!tg_shape_arg_ok(fn, shape, ndim))
+        return -1;
     int64_t numel = 1;
     bool zero = false;
     for (int d = 0; d < ndim; d++) {

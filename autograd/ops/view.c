@@ -34,29 +34,6 @@ static char *dims_format(const int *dims, int n, char buf[TG_SHAPE_STR_MAX])
     return tg_shape_format(wide, n, buf);
 }
 
-/* Checks a requested shape argument before its sizes are read: ndim within
- * [0, TG_MAX_DIMS] and a non-NULL array when ndim > 0. The sizes themselves
- * are checked by each op, since -1 means different things to each. */
-static bool shape_arg_ok(const char *fn, const int64_t *shape, int ndim)
-{
-    if (ndim < 0 || ndim > TG_MAX_DIMS) {
-        tg_error(fn,
-                 "cannot make a shape with %d dims\n"
-                 "  rule: ndim must be in [0, %d]",
-                 ndim, TG_MAX_DIMS);
-        return false;
-    }
-    if (ndim > 0 && !shape) {
-        tg_error(fn,
-                 "shape is NULL but ndim is %d\n"
-                 "  hint: pass TG_SHAPE(2, 3), or NULL with ndim 0 for a "
-                 "scalar",
-                 ndim);
-        return false;
-    }
-    return true;
-}
-
 /* A view of x with x's own layout (a new tensor object, same storage). */
 static tg_tensor *alias(const tg_tensor *x)
 {
@@ -236,7 +213,7 @@ tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim)
     if (!x)
         return NULL;
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
-    if (!shape_arg_ok("tg_reshape", shape, ndim) ||
+    if (!tg_shape_arg_ok("tg_reshape", shape, ndim) ||
         !infer_shape("tg_reshape", x, shape, ndim, newshape))
         return NULL;
     if (compute_strides(x, newshape, ndim, newstrides))
@@ -258,7 +235,7 @@ tg_tensor *tg_view(const tg_tensor *x, const int64_t *shape, int ndim)
     if (!x)
         return NULL;
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
-    if (!shape_arg_ok("tg_view", shape, ndim) ||
+    if (!tg_shape_arg_ok("tg_view", shape, ndim) ||
         !infer_shape("tg_view", x, shape, ndim, newshape))
         return NULL;
     if (!compute_strides(x, newshape, ndim, newstrides)) {
@@ -453,7 +430,7 @@ static tg_tensor *expand_impl(const char *fn, const tg_tensor *x,
 {
     char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
     const char *verb = minus_one_keeps ? "expand" : "broadcast";
-    if (!shape_arg_ok(fn, shape, ndim))
+    if (!tg_shape_arg_ok(fn, shape, ndim))
         return NULL;
     if (ndim < x->ndim) {
         tg_error(fn,

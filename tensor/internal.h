@@ -61,6 +61,31 @@ tg_tensor *tg_contiguous_as(const tg_tensor *x, tg_dtype dtype);
  * tests). */
 double tg_read_flat(const tg_tensor *x, int64_t i);
 
+/* Float to int64 rounds toward zero (2.7 -> 2, -2.7 -> -2), as C's cast and
+ * PyTorch. Values with no int64 (NaN, +-inf, |v| >= 2^63) are undefined
+ * behaviour for a C cast; they give INT64_MIN here, which is what x86's
+ * conversion instruction, and so PyTorch on x86, produces. Every float to
+ * int64 conversion in the library goes through this. */
+static inline int64_t tg_float_to_int64(double v)
+{
+    const double two63 = 9223372036854775808.0; // 2^63, exact in double
+    if (!(v >= -two63 && v < two63))
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* Writes v into element i (C order) of a contiguous tensor, converted to
+ * its dtype. */
+static inline void tg_store_contiguous(tg_tensor *out, int64_t i, double v)
+{
+    char *p = tg_base_ptr(out);
+    switch (out->dtype) {
+    case TG_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case TG_FLOAT64: ((double *)p)[i] = v; break;
+    case TG_INT64: ((int64_t *)p)[i] = tg_float_to_int64(v); break;
+    }
+}
+
 /* --------------------------------------------------------------- promotion */
 
 /* PyTorch's result_type for two tensors: dimensioned tensors decide within
@@ -120,6 +145,13 @@ tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
 /* out = kernel(a, b) with broadcasting and type promotion. */
 tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
                            const tg_tensor *a, const tg_tensor *b, void *ctx);
+
+/* op(x, s) (or op(s, x) when scalar_first) for a C double s, which becomes
+ * a 0-d tensor of the dtype a Python number would take next to x
+ * (tg_scalar_type). The _scalar forms of the binary ops are built on it. */
+tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
+                                             const tg_tensor *),
+                           const tg_tensor *x, double s, bool scalar_first);
 
 /* Loop bodies for the kernels above. Inside EXPR, `a` (and `b`) are the
  * input elements of type TI; the result is stored as TO. The contiguous

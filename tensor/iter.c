@@ -172,3 +172,15 @@ tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
     tg_release(ib);
     return out;
 }
+
+tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
+                                             const tg_tensor *),
+                           const tg_tensor *x, double s, bool scalar_first)
+{
+    if (!x)
+        return NULL;
+    tg_tensor *c = tg_scalar(s, tg_scalar_type(x, s));
+    tg_tensor *out = c ? (scalar_first ? op(c, x) : op(x, c)) : NULL;
+    tg_release(c);
+    return out;
+}

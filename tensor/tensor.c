@@ -164,7 +164,7 @@ static void fill_contiguous(tg_tensor *t, double value)
         break;
     case TG_INT64:
         for (int64_t i = 0; i < t->numel; i++)
-            ((int64_t *)p)[i] = (int64_t)value;
+            ((int64_t *)p)[i] = tg_float_to_int64(value);
         break;
     }
 }
@@ -256,7 +256,7 @@ tg_tensor *tg_arange(double start, double end, double step, tg_dtype dtype)
         else if (dtype == TG_FLOAT64)
             ((double *)p)[i] = v;
         else
-            ((int64_t *)p)[i] = (int64_t)v;
+            ((int64_t *)p)[i] = tg_float_to_int64(v);
     }
     return t;
 }
@@ -287,7 +287,7 @@ tg_tensor *tg_linspace(double start, double end, int64_t steps,
         else if (dtype == TG_FLOAT64)
             ((double *)p)[i] = v;
         else
-            ((int64_t *)p)[i] = (int64_t)v;
+            ((int64_t *)p)[i] = tg_float_to_int64(v);
     }
     return t;
 }
@@ -379,7 +379,7 @@ static void write_at(tg_tensor *x, int64_t off, double v)
     switch (x->dtype) {
     case TG_FLOAT32: ((float *)base)[off] = (float)v; break;
     case TG_FLOAT64: ((double *)base)[off] = v; break;
-    case TG_INT64: ((int64_t *)base)[off] = (int64_t)v; break;
+    case TG_INT64: ((int64_t *)base)[off] = tg_float_to_int64(v); break;
     }
 }
 
@@ -512,20 +512,22 @@ int tg_to_f64_array(const tg_tensor *x, double *out)
 static void cast_loop(char **data, const int64_t *st, int64_t n, void *ctx)
 {
     const tg_dtype *types = ctx; // {dst, src}
-#define TG_CAST(TO, TI)                                                     \
+#define TG_CAST(TO, TI, CONVERT)                                            \
     for (int64_t i = 0; i < n; i++)                                         \
-        ((TO *)data[0])[i * st[0]] = (TO)((const TI *)data[1])[i * st[1]];
-#define TG_CAST_FROM(TO)                                                    \
+        ((TO *)data[0])[i * st[0]] = CONVERT(((const TI *)data[1])[i * st[1]]);
+#define TG_PLAIN(v) (v)
+#define TG_CAST_FROM(TO, FLOAT_CONVERT)                                     \
     switch (types[1]) {                                                     \
-    case TG_FLOAT32: TG_CAST(TO, float) break;                              \
-    case TG_FLOAT64: TG_CAST(TO, double) break;                             \
-    case TG_INT64: TG_CAST(TO, int64_t) break;                              \
+    case TG_FLOAT32: TG_CAST(TO, float, FLOAT_CONVERT) break;               \
+    case TG_FLOAT64: TG_CAST(TO, double, FLOAT_CONVERT) break;              \
+    case TG_INT64: TG_CAST(TO, int64_t, (TO)) break;                        \
     }
     switch (types[0]) {
-    case TG_FLOAT32: TG_CAST_FROM(float) break;
-    case TG_FLOAT64: TG_CAST_FROM(double) break;
-    case TG_INT64: TG_CAST_FROM(int64_t) break;
+    case TG_FLOAT32: TG_CAST_FROM(float, (float)) break;
+    case TG_FLOAT64: TG_CAST_FROM(double, TG_PLAIN) break;
+    case TG_INT64: TG_CAST_FROM(int64_t, tg_float_to_int64) break;
     }
+#undef TG_PLAIN
 #undef TG_CAST_FROM
 #undef TG_CAST
 }

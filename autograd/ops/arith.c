@@ -12,20 +12,6 @@
 
 #include <math.h>
 
-/* Turns a C double into a 0-d tensor of the dtype a Python number would
- * take next to x, then applies op. */
-static tg_tensor *with_scalar(tg_tensor *(*op)(const tg_tensor *,
-                                                const tg_tensor *),
-                              const tg_tensor *x, double s, bool scalar_first)
-{
-    if (!x)
-        return NULL;
-    tg_tensor *c = tg_scalar(s, tg_scalar_type(x, s));
-    tg_tensor *out = c ? (scalar_first ? op(c, x) : op(x, c)) : NULL;
-    tg_release(c);
-    return out;
-}
-
 /* ---------------------------------------------------------------- add */
 /* out = a + b */
 TG_BINARY_LOOP(add_f32, float, float, a + b)
@@ -41,7 +27,7 @@ tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b)
 
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s)
 {
-    return with_scalar(tg_add, a, s, false);
+    return tg_scalar_apply(tg_add, a, s, false);
 }
 
 /* ---------------------------------------------------------------- sub */
@@ -59,12 +45,12 @@ tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b)
 
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s)
 {
-    return with_scalar(tg_sub, a, s, false);
+    return tg_scalar_apply(tg_sub, a, s, false);
 }
 
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s)
 {
-    return with_scalar(tg_sub, a, s, true);
+    return tg_scalar_apply(tg_sub, a, s, true);
 }
 
 /* ---------------------------------------------------------------- mul */
@@ -82,7 +68,7 @@ tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b)
 
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s)
 {
-    return with_scalar(tg_mul, a, s, false);
+    return tg_scalar_apply(tg_mul, a, s, false);
 }
 
 /* ---------------------------------------------------------------- div */
@@ -100,7 +86,7 @@ tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b)
 
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s)
 {
-    return with_scalar(tg_div, a, s, false);
+    return tg_scalar_apply(tg_div, a, s, false);
 }
 
 /* ---------------------------------------------------------------- pow */
@@ -162,7 +148,7 @@ tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
 
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent)
 {
-    return with_scalar(tg_pow, a, exponent, false);
+    return tg_scalar_apply(tg_pow, a, exponent, false);
 }
 
 /* ------------------------------------------------------ maximum, minimum */

@@ -16,20 +16,6 @@
 
 #include <math.h>
 
-/* Turns a C double into a 0-d tensor of the dtype a Python number would
- * take next to x, then applies op (as in arith.c). */
-static tg_tensor *with_scalar(tg_tensor *(*op)(const tg_tensor *,
-                                                const tg_tensor *),
-                              const tg_tensor *x, double s)
-{
-    if (!x)
-        return NULL;
-    tg_tensor *c = tg_scalar(s, tg_scalar_type(x, s));
-    tg_tensor *out = c ? op(x, c) : NULL;
-    tg_release(c);
-    return out;
-}
-
 /* ------------------------------------------------ eq, ne, lt, le, gt, ge */
 /* out = (a OP b) ? 1 : 0, int64, after broadcasting and promotion. Any
  * comparison with NaN is false except !=, which is true (IEEE 754). */
@@ -45,7 +31,7 @@ static tg_tensor *with_scalar(tg_tensor *(*op)(const tg_tensor *,
     }                                                                       \
     tg_tensor *tg_##op##_scalar(const tg_tensor *a, double s)               \
     {                                                                       \
-        return with_scalar(tg_##op, a, s);                                  \
+        return tg_scalar_apply(tg_##op, a, s, false);                                  \
     }
 
 TG_COMPARE_OP(eq, a == b)

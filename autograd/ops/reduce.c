@@ -269,17 +269,6 @@ typedef struct reduce_op {
     bool needs_element; // max, min, argmax, argmin: no value for an empty row
 } reduce_op;
 
-/* Stores v into element i of a contiguous out, converting to its dtype. */
-static void store(tg_tensor *out, int64_t i, double v)
-{
-    char *p = tg_base_ptr(out);
-    switch (out->dtype) {
-    case TG_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case TG_FLOAT64: ((double *)p)[i] = v; break;
-    case TG_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    }
-}
-
 static tg_tensor *reduce(const reduce_op *op, const tg_tensor *x,
                          const int *dims, int ndims, bool keepdim,
                          int64_t correction)
@@ -324,7 +313,7 @@ static tg_tensor *reduce(const reduce_op *op, const tg_tensor *x,
     } else if (out) {
         const double *m = (const double *)tg_base_ptr(rows); // (rows, n)
         for (int64_t r = 0; r < p.rows; r++)
-            store(out, r, op->f64(m + r * p.n, p.n, correction));
+            tg_store_contiguous(out, r, op->f64(m + r * p.n, p.n, correction));
     }
     tg_release(rows);
     return out;

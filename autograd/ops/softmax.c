@@ -13,15 +13,6 @@
 
 #include <math.h>
 
-/* Stores v into element i of a contiguous float out. */
-static void store(tg_tensor *out, int64_t i, double v)
-{
-    if (out->dtype == TG_FLOAT32)
-        ((float *)tg_base_ptr(out))[i] = (float)v;
-    else
-        ((double *)tg_base_ptr(out))[i] = v;
-}
-
 /* One row: x[0], x[stride], ..., x[(n-1) * stride], written to the same
  * positions of out (starting at element `first`).
  *
@@ -48,7 +39,7 @@ static void softmax_row(const double *x, int64_t n, int64_t stride,
     double log_sum = log(sum);
     for (int64_t j = 0; j < n; j++) {
         double shifted = x[j * stride] - m;
-        store(out, first + j * stride,
+        tg_store_contiguous(out, first + j * stride,
               log_form ? shifted - log_sum : exp(shifted) / sum);
     }
 }

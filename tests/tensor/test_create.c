@@ -215,6 +215,26 @@ TG_TEST(fill_copy, copy_broadcasts_and_converts)
     tg_release(row);
 }
 
+/* Values with no int64 (NaN, inf, beyond 2^63) are undefined for a C cast;
+ * every conversion path gives INT64_MIN, as PyTorch on x86. */
+TG_TEST(fill_copy, float_to_int64_without_a_value_is_int64_min)
+{
+    tg_tensor *src = tg_from_array((double[]){NAN, INFINITY, -1e300, 9.5e18,
+                                              -9.5},
+                                   TG_SHAPE(5), TG_FLOAT64);
+    tg_tensor *dst = tg_zeros(TG_SHAPE(5), TG_INT64);
+    cr_assert_eq(tg_copy_(dst, src), 0);
+    int64_t expected[5] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, -9};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(tg_data_i64(dst)[i], expected[i], "element %d", i);
+    cr_assert_eq(tg_fill_(dst, NAN), 0);
+    cr_assert_eq(tg_data_i64(dst)[0], INT64_MIN);
+    cr_assert_eq(tg_set(dst, TG_SHAPE(1), INFINITY), 0);
+    cr_assert_eq(tg_data_i64(dst)[1], INT64_MIN);
+    tg_release(dst);
+    tg_release(src);
+}
+
 TG_TEST(fill_copy, copy_refuses_to_grow_the_destination)
 {
     tg_tensor *dst = tg_zeros(TG_SHAPE(3), TG_FLOAT32);

@@ -48,6 +48,18 @@ tg_tensor *tg_test_load_ref(const char *name)
     return t;
 }
 
+/* Element i (C order) of an int64 tensor of any layout, exactly. */
+static int64_t tg_test_i64_at(const tg_tensor *x, int64_t i)
+{
+    const int64_t *base = x->storage->data;
+    int64_t off = x->offset;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        off += (i % x->shape[d]) * x->strides[d];
+        i /= x->shape[d];
+    }
+    return base[off];
+}
+
 bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
                    double rtol, double atol, bool check_dtype, char *report,
                    size_t report_size)
@@ -96,6 +108,24 @@ bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
             bad = i;
     }
     bool close = bad < 0;
+    /* Doubles cannot tell large int64 values apart (INT64_MAX and
+     * INT64_MAX - 1 are the same double): int64 against int64 is compared
+     * exactly, element by element. */
+    if (close && actual->dtype == TG_INT64 && expected->dtype == TG_INT64) {
+        for (int64_t i = 0; i < n && close; i++) {
+            int64_t ai = tg_test_i64_at(actual, i);
+            int64_t ei = tg_test_i64_at(expected, i);
+            if (ai != ei) {
+                close = false;
+                snprintf(report, report_size,
+                         "int64 element %lld is %lld, expected %lld",
+                         (long long)i, (long long)ai, (long long)ei);
+            }
+        }
+        free(a);
+        free(e);
+        return close;
+    }
     if (!close) {
         int64_t i = worst >= 0 ? worst : bad;
         snprintf(report, report_size,

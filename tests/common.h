@@ -42,7 +42,8 @@ const char *tg_test_ref_path(const char *name);
 
 /* Compares element by element: shapes must match, dtypes must match when
  * check_dtype, and |actual - expected| <= atol + rtol * |expected| must hold
- * everywhere (NaN matches NaN, inf matches the same inf). Returns true when
+ * everywhere (NaN matches NaN, inf matches the same inf); int64 against
+ * int64 must match exactly. Returns true when
  * close; otherwise writes the first mismatch or the worst element into
  * report. */
 bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,

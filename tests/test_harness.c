@@ -49,6 +49,23 @@ TG_TEST(harness, close_rejects_wrong_shape_dtype_and_nan)
     tg_release(d);
 }
 
+/* INT64_MAX and INT64_MAX - 1 are the same double: the int64 comparison
+ * must still see them differ, whatever the tolerance. */
+TG_TEST(harness, close_compares_int64_exactly)
+{
+    tg_tensor *a = tg_from_array((int64_t[]){1, INT64_MAX}, TG_SHAPE(2),
+                                 TG_INT64);
+    tg_tensor *b = tg_from_array((int64_t[]){1, INT64_MAX - 1}, TG_SHAPE(2),
+                                 TG_INT64);
+    char report[256];
+    cr_assert(tg_test_close(a, a, 0, 0, true, report, sizeof report));
+    cr_assert_not(tg_test_close(a, b, 1, 1, true, report, sizeof report));
+    cr_assert(strstr(report, "int64 element 1") != NULL, "report: %s",
+              report);
+    tg_release(a);
+    tg_release(b);
+}
+
 /* The teardown's check must catch a leaked tensor. */
 TG_TEST(harness, leak_check_catches_a_live_tensor)
 {

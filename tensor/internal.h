@@ -35,6 +35,10 @@ int tg_dim_normalize(const char *fn, int dim, int ndim);
  * naming fn otherwise. */
 bool tg_shape_arg_ok(const char *fn, const int64_t *shape, int ndim);
 
+/* The most elements a tensor may have. 2^59 elements of 8 bytes is far
+ * beyond any machine and keeps every byte count and offset in int64. */
+#define TG_MAX_NUMEL (INT64_C(1) << 59)
+
 /* Validates a requested shape (ndim in range, no negative sizes, no
  * overflowing product) and returns its element count, or -1 with an error. */
 int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);

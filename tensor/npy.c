@@ -34,9 +34,6 @@
 /* numpy.save leaves room after the dict so that the first axis can grow in
  * place: 21 = len(str(8 * 2**64 - 1)) minus the digits of shape[0]. */
 #define NPY_GROWTH_DIGITS 21
-/* Element counts stay below 2^59, as in tg_shape_check, so byte counts and
- * strides never overflow. */
-#define NPY_MAX_ELEMENTS (INT64_C(1) << 59)
 #define NPY_WHAT_WE_READ "'<f4' (float32), '<f8' (float64) and '<i8' (int64)"
 #define NPY_HEADER_EXAMPLE \
     "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
@@ -657,7 +654,7 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
     int64_t numel = 1, bound = 1;
     for (int d = 0; d < s->ndim; d++) {
         int64_t size = s->dims[d] > 0 ? s->dims[d] : 1;
-        if (bound > NPY_MAX_ELEMENTS / size) {
+        if (bound > TG_MAX_NUMEL / size) {
             npy_error(&ps,
                       "the shape %.*s has too many elements\n"
                       "  rule: a tensor has fewer than 2^59 elements "

@@ -119,11 +119,8 @@ int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
     }
     if (zero)
         return 0;
-    /* Element count and byte count must both fit: 2^62 bytes is far beyond
-     * any machine and keeps every later offset computation in range. */
-    const int64_t limit = INT64_C(1) << 59;
     for (int d = 0; d < ndim; d++) {
-        if (numel > limit / shape[d]) {
+        if (numel > TG_MAX_NUMEL / shape[d]) {
             char s[TG_SHAPE_STR_MAX];
             tg_error(fn,
                      "shape %s has too many elements\n"

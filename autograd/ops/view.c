@@ -601,12 +601,12 @@ tg_tensor *tg_slice(const tg_tensor *x, int dim, int64_t start, int64_t end,
     shape[d] = len == 0 ? 0 : (len - 1) / step + 1;
     /* stride * step, as PyTorch. With two or more elements left that step
      * lies inside the storage. With fewer the stride is never used, and a
-     * product beyond 2^59 (the element limit; only a huge step gets there)
-     * is skipped, so that no later stride or offset computation can
+     * product beyond TG_MAX_NUMEL (only a huge step gets there) is
+     * skipped, so that no later stride or offset computation can
      * overflow. */
     int64_t st = x->strides[d];
-    const int64_t limit = INT64_C(1) << 59;
-    if (shape[d] > 1 || (st >= -(limit / step) && st <= limit / step))
+    if (shape[d] > 1 ||
+        (st >= -(TG_MAX_NUMEL / step) && st <= TG_MAX_NUMEL / step))
         strides[d] = st * step;
     return tg_view_make(x, shape, strides, x->ndim,
                         x->offset + start * x->strides[d]);

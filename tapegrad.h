@@ -3,13 +3,14 @@
  *
  * tapegrad is a small tensor library with a tape-based autograd engine,
  * written to be read: tensor/ holds storage, views and kernels; autograd/
- * holds the operations (and the tape that differentiates them).
+ * holds the operations and the tape that differentiates them.
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
 
 #include "tensor/tensor.h"
 #include "autograd/ops.h"
+#include "autograd/autograd.h"
 
 #define TAPEGRAD_VERSION "0.1.0"
 

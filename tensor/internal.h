@@ -231,4 +231,15 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
  * fast kernel is tested against (autograd/ops/matmul.c). */
 tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b);
 
+/* --------------------------------------------------------- autograd hooks */
+/* tensor/ does not know the tape; autograd/ installs these hooks when it
+ * records its first node, so a tensor with a grad_fn can tell its node it
+ * died, and printing can name the node. */
+typedef struct tg_autograd_hooks {
+    void (*tensor_freed)(tg_tensor *t);              // t->grad_fn != NULL
+    const char *(*grad_fn_name)(const struct tg_node *node);
+} tg_autograd_hooks;
+void tg_set_autograd_hooks(const tg_autograd_hooks *hooks);
+const tg_autograd_hooks *tg_get_autograd_hooks(void); // NULL until set
+
 #endif

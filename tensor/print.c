@@ -9,9 +9,11 @@
  * and the prefix and suffixes of _str_intern and _add_suffixes. Names below
  * follow the Python so the two can be read side by side.
  *
+ * The grad_fn=<...> suffix of a non-leaf tensor names its node through the
+ * hook autograd/ installs (tensor/ does not know the tape).
+ *
  * Not here: complex, sparse, quantized, named or non-CPU tensors (tapegrad
- * has none), and the grad_fn=<...> suffix of non-leaf tensors (tensor/ does
- * not know the tape, so nothing is printed for them).
+ * has none).
  */
 #include "internal.h"
 
@@ -445,8 +447,14 @@ char *tg_format(const tg_tensor *x)
         layout l = {x, &f, summarize, o.edgeitems, o.linewidth};
         tensor_str(&b, &l, 0, x->offset, indent);
     }
+    char grad_fn[96];
     if (x->requires_grad && !x->grad_fn)
         suffixes[nsuffixes++] = "requires_grad=True";
+    if (x->grad_fn) {
+        snprintf(grad_fn, sizeof grad_fn, "grad_fn=<%s>",
+                 tg_get_autograd_hooks()->grad_fn_name(x->grad_fn));
+        suffixes[nsuffixes++] = grad_fn;
+    }
     add_suffixes(&b, suffixes, nsuffixes, indent, o.linewidth);
 
     if (b.failed) {

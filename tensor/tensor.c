@@ -111,6 +111,18 @@ tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
     return t;
 }
 
+static _Atomic(const tg_autograd_hooks *) autograd_hooks;
+
+void tg_set_autograd_hooks(const tg_autograd_hooks *hooks)
+{
+    atomic_store(&autograd_hooks, hooks);
+}
+
+const tg_autograd_hooks *tg_get_autograd_hooks(void)
+{
+    return atomic_load(&autograd_hooks);
+}
+
 tg_tensor *tg_retain(tg_tensor *t)
 {
     if (t)
@@ -122,6 +134,8 @@ void tg_release(tg_tensor *t)
 {
     if (!t || --t->refcount > 0)
         return;
+    if (t->grad_fn)
+        tg_get_autograd_hooks()->tensor_freed(t);
     tg_release(t->grad);
     storage_release(t->storage);
     free(t);

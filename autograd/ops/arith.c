@@ -1,14 +1,14 @@
 /*
  * autograd/ops/arith.c - add, sub, mul, div, pow, maximum, minimum and
- * their scalar forms.
+ * their scalar forms, forward and backward.
  *
- * Forward only so far: each op broadcasts its operands (NumPy rules) and
- * promotes types as PyTorch through tg_binary_apply. The loops below are
- * the whole kernel; TG_BINARY_LOOP gives them a contiguous branch that the
- * compiler vectorises.
+ * Each op broadcasts its operands (NumPy rules) and promotes types as
+ * PyTorch through tg_binary_apply. The loops below are the whole kernel;
+ * TG_BINARY_LOOP gives them a contiguous branch that the compiler
+ * vectorises. Every backward gets dL/dout with out's (broadcast) shape and
+ * sums it back to each operand's shape with tg_sum_to_shape.
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <math.h>
 
@@ -20,9 +20,29 @@ TG_BINARY_LOOP(add_i64, int64_t, int64_t, (int64_t)((uint64_t)a + (uint64_t)b))
 static const tg_elementwise_kernel add_kernel = {add_f32, add_f64, add_i64,
                                                  false};
 
+/* Gradient g of out, reduced to input i's shape. */
+static tg_tensor *to_input(const tg_node *node, const tg_tensor *g, int i)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, i, &ndim);
+    return tg_sum_to_shape(g, shape, ndim);
+}
+
+/* forward: out = a + b, so da = g, db = g (summed over broadcast dims) */
+static int add_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    for (int i = 0; i < 2; i++)
+        if (tg_node_needs_grad(node, i) && !(grads[i] = to_input(node, g, i)))
+            return -1;
+    return 0;
+}
+static const tg_op add_op = {"AddBackward0", add_backward, 0};
+
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_add", &add_kernel, a, b, NULL);
+    tg_tensor *out = tg_binary_apply("tg_add", &add_kernel, a, b, NULL);
+    tg_record(&add_op, &out, TG_INPUTS(a, b));
+    return out;
 }
 
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s)
@@ -61,9 +81,32 @@ TG_BINARY_LOOP(mul_i64, int64_t, int64_t, (int64_t)((uint64_t)a * (uint64_t)b))
 static const tg_elementwise_kernel mul_kernel = {mul_f32, mul_f64, mul_i64,
                                                  false};
 
+/* forward: out = a * b, so da = g * b, db = g * a (each summed over its
+ * broadcast dims). saved: a, b */
+static int mul_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!tg_node_needs_grad(node, i))
+            continue;
+        tg_tensor *full = tg_mul(g, tg_node_saved(node, 1 - i));
+        grads[i] = to_input(node, full, i);
+        tg_release(full);
+        if (!grads[i])
+            return -1;
+    }
+    return 0;
+}
+static const tg_op mul_op = {"MulBackward0", mul_backward, 0};
+
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_mul", &mul_kernel, a, b, NULL);
+    tg_tensor *out = tg_binary_apply("tg_mul", &mul_kernel, a, b, NULL);
+    tg_node *node = tg_record(&mul_op, &out, TG_INPUTS(a, b));
+    if (node) {
+        tg_node_save(node, a);
+        tg_node_save(node, b);
+    }
+    return out;
 }
 
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s)

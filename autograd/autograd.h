@@ -1,0 +1,207 @@
+/*
+ * autograd/autograd.h - the tape: requires_grad, backward, no_grad,
+ * custom differentiable functions, gradcheck and the Graphviz export.
+ *
+ * How it works (docs/autograd.md has the long version): while gradients are
+ * enabled, every differentiable op whose inputs need a gradient appends a
+ * node to this thread's tape, a Wengert list in execution order. A node
+ * keeps what its backward needs (saved tensors, a few parameters) and links
+ * to the nodes that made its inputs. tg_backward(loss) walks the tape from
+ * loss's node towards the start, in reverse execution order, so every node
+ * is visited after all the nodes that use its output: no recursion, no
+ * topological sort. Leaves (tensors made by the user with requires_grad)
+ * receive their gradient in x->grad, accumulated with +=.
+ *
+ * A node lives while its output tensor does or while a later node needs it;
+ * tg_backward frees the nodes it walked unless told to keep them. So a
+ * forward pass that is never differentiated costs no memory once its
+ * tensors are released.
+ *
+ * The tape is per thread: a graph belongs to the thread that recorded it.
+ *
+ * Ownership as everywhere: returned tensors are NEW references, arguments
+ * are BORROWED; x->grad belongs to x.
+ */
+#ifndef TG_AUTOGRAD_H
+#define TG_AUTOGRAD_H
+
+#include "../tensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------ requires_grad */
+
+/* Marks a leaf tensor as needing a gradient (x->requires_grad), as
+ * Tensor.requires_grad_(). Only float tensors can; a tensor made by a
+ * recorded op (a non-leaf) cannot be changed. Returns 0 or -1. */
+int tg_set_requires_grad(tg_tensor *x, bool requires_grad);
+/* A leaf: made by the user, not by a recorded op. */
+bool tg_is_leaf(const tg_tensor *x);
+/* Asks backward to store the gradient of a non-leaf tensor in x->grad too,
+ * as Tensor.retain_grad(). x must require grad. Returns 0 or -1. */
+int tg_retain_grad(tg_tensor *x);
+/* Fills x->grad with zeros when there is one (the next backward then adds
+ * into it); does nothing otherwise. NULL-safe. */
+void tg_zero_grad(tg_tensor *x);
+/* Releases x->grad and sets it to NULL (the next backward allocates it). */
+void tg_clear_grad(tg_tensor *x);
+
+/* A new tensor sharing x's storage that needs no gradient and has no
+ * history, as Tensor.detach(). New reference. */
+tg_tensor *tg_detach(const tg_tensor *x);
+
+/* ----------------------------------------------------------- backward */
+
+/* Backpropagates from a one-element tensor (the loss): every leaf it
+ * depends on gets d(root)/d(leaf) added to leaf->grad. Frees the nodes it
+ * walked. Returns 0 or -1. */
+int tg_backward(tg_tensor *root);
+
+typedef struct tg_backward_options {
+    /* d(something)/d(root), root's shape; NULL means 1 (root must then have
+     * one element). Borrowed. */
+    const tg_tensor *grad;
+    /* Keep the walked nodes for another backward (PyTorch's
+     * retain_graph=True). */
+    bool keep_tape;
+} tg_backward_options;
+/* tg_backward with options; opts NULL means the defaults. */
+int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts);
+
+/* --------------------------------------------------------------- no_grad */
+
+/* Between begin and end nothing is recorded and results do not require
+ * grad, as `with torch.no_grad():`. Scopes nest; they are per thread. */
+void tg_no_grad_begin(void);
+void tg_no_grad_end(void);
+bool tg_is_grad_enabled(void);
+
+/* -------------------------------------------------------------- the tape */
+
+/* One entry of the tape: an op that ran, its inputs, what backward needs. */
+typedef struct tg_node tg_node;
+
+/* Nodes alive on this thread's tape. 0 once every tensor of a graph is
+ * released or a backward has freed it. */
+int64_t tg_tape_size(void);
+/* The op name of x's node ("MulBackward0"), or NULL for a leaf. */
+const char *tg_grad_fn_name(const tg_tensor *x);
+
+/* Writes the graph that produced the given roots as Graphviz DOT: one box
+ * per op (name, output shape, what it saved), one ellipse per leaf (shape,
+ * requires_grad, whether it has a .grad), edges in the direction data
+ * flows. title (may be NULL) is shown on top with the grad mode. Render
+ * with `dot -Tpng graph.dot -o graph.png` (Debian: apt-get install
+ * graphviz). Returns 0 or -1. */
+int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
+                      const char *title);
+
+/* ----------------------------------------------------- custom functions */
+/*
+ * A differentiable function of your own, as torch.autograd.Function:
+ *
+ *   forward(ctx, inputs, ninputs, args) computes the output (a NEW
+ *   reference) from the inputs with any tapegrad ops. It runs with
+ *   gradients disabled. It may keep tensors for backward with
+ *   tg_ctx_save(ctx, t) and small values in tg_ctx_data(ctx) (data_size
+ *   bytes, zeroed). args is the pointer given to tg_function_apply.
+ *
+ *   backward(ctx, grad_out, grad_inputs) receives dL/d(output) (borrowed,
+ *   the output's shape) and stores in grad_inputs[i] a NEW reference to
+ *   dL/d(inputs[i]), with inputs[i]'s shape, for each i where
+ *   tg_ctx_needs_grad(ctx, i); leave NULL for a zero gradient. It runs with
+ *   gradients disabled. Returns 0, or -1 after reporting an error.
+ *
+ * tg_function_apply records the call on the tape when an input needs a
+ * gradient; tg_backward and tg_gradcheck then treat it like any built-in op.
+ */
+typedef tg_node tg_ctx;
+typedef struct tg_function {
+    const char *name; // shown in prints and graphs, e.g. "RMSNormBackward"
+    tg_tensor *(*forward)(tg_ctx *ctx, const tg_tensor *const *inputs,
+                          int ninputs, const void *args);
+    int (*backward)(tg_ctx *ctx, const tg_tensor *grad_out,
+                    tg_tensor **grad_inputs);
+    size_t data_size; // bytes of tg_ctx_data(ctx)
+} tg_function;
+
+#define TG_MAX_INPUTS 8 // inputs of one node
+#define TG_MAX_SAVED 8  // saved tensors of one node
+
+/* New reference, or NULL on error. */
+tg_tensor *tg_function_apply(const tg_function *f,
+                             const tg_tensor *const *inputs, int ninputs,
+                             const void *args);
+
+/* Keeps t for backward (t's data, not its history: a modified t is caught
+ * at backward). Returns its index for tg_ctx_saved, or -1. */
+int tg_ctx_save(tg_ctx *ctx, const tg_tensor *t);
+/* The i-th saved tensor (borrowed). */
+const tg_tensor *tg_ctx_saved(const tg_ctx *ctx, int i);
+/* Whether backward must produce a gradient for input i. */
+bool tg_ctx_needs_grad(const tg_ctx *ctx, int i);
+/* data_size bytes for the function's own values, zero at first. */
+void *tg_ctx_data(tg_ctx *ctx);
+
+/* ------------------------------------------------------------- gradcheck */
+/*
+ * Compares the gradients computed by backward with finite differences, as
+ * torch.autograd.gradcheck: for every input x that requires grad, every
+ * element x[k] and every output element y[j],
+ *   numerical  J[j,k] = (f(x + eps e_k) - f(x - eps e_k))[j] / (2 eps)
+ *   analytical J[j,k] = (grad of x from a backward of the one-hot e_j)[k]
+ * and passes iff |a - n| <= atol + rtol |n| everywhere. It also checks that
+ * a zero output gradient gives zero input gradients and that backward gives
+ * the same numbers twice.
+ *
+ * Use float64 inputs: the defaults (eps 1e-6, atol 1e-5, rtol 1e-3) are
+ * meant for them. With float32 a warning is printed; eps 1e-3, atol 1e-2,
+ * rtol 1e-2 is a workable float32 setting. Keep inputs away from kinks
+ * (relu at 0, ties in max) where the two sides differ.
+ *
+ * f computes the output from the inputs (NEW reference) with tapegrad ops;
+ * it must be deterministic (no dropout draws, no running-stat updates).
+ * Inputs are perturbed in place and restored.
+ */
+typedef tg_tensor *(*tg_gradcheck_fn)(tg_tensor *const *inputs, int ninputs,
+                                      void *ctx);
+
+typedef struct tg_gradcheck_options {
+    double eps, atol, rtol;
+    /* Compare v^T J u for random unit vectors u, v (one numerical
+     * directional derivative, one backward) instead of the full Jacobian. */
+    bool fast_mode;
+    uint64_t seed;  // for fast_mode's u and v
+    bool quiet;     // no float32 warning, no report on failure
+    FILE *report;   // where the failure report and warnings go; NULL: stderr
+} tg_gradcheck_options;
+
+/* eps 1e-6, atol 1e-5, rtol 1e-3, full Jacobian. */
+tg_gradcheck_options tg_gradcheck_defaults(void);
+
+/* What went wrong, filled when a check fails. */
+typedef struct tg_gradcheck_result {
+    bool passed;
+    /* For a Jacobian mismatch: which input, which of its elements (flat, C
+     * order) and which output element; the two values and |a - n|. */
+    int input;
+    int64_t input_index;
+    int64_t output_index;
+    double analytical, numerical, error;
+    char message[1024]; // the whole report, as printed
+} tg_gradcheck_result;
+
+/* Returns 1 when every check passes, 0 when one fails (result and the
+ * report say which), -1 when f or backward fails with an error. opts and
+ * result may be NULL. */
+int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
+                 int ninputs, const tg_gradcheck_options *opts,
+                 tg_gradcheck_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,523 @@
+/*
+ * autograd/gradcheck.c - finite-difference gradient checks, with the
+ * semantics of torch.autograd.gradcheck (SEMANTICS.md section 4).
+ *
+ * For f: inputs -> y, the Jacobian column of element k of input x is
+ *   numerical:  (f(x + eps e_k) - f(x - eps e_k)) / (2 eps)   (central)
+ * and its row for output element j is
+ *   analytical: the gradient of x from a backward of the one-hot e_j.
+ * Both are laid out as J[k][j] (input element, output element) and every
+ * entry must satisfy |a - n| <= atol + rtol |n|. Central differences have
+ * error O(eps^2 f'''), and rounding adds about ulp(f) / eps: with float64
+ * and eps 1e-6 that is ~1e-10, far below atol.
+ *
+ * Fast mode compares one number instead of the matrix: v^T J u for random
+ * unit vectors u (over all checked input elements) and v (over outputs),
+ * numerically as a directional difference along u, analytically as
+ * (backward of v) . u.
+ *
+ * Not here: the tape (tape.c). The inputs' own .grad are put aside while
+ * checking and given back after.
+ */
+#include "tape.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+tg_gradcheck_options tg_gradcheck_defaults(void)
+{
+    return (tg_gradcheck_options){
+        .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .seed = 0};
+}
+
+/* One input being checked. */
+typedef struct checked {
+    tg_tensor *x;
+    int index;          // position in the caller's inputs
+    int64_t first;      // its first row in the stacked Jacobian
+    tg_tensor *stashed; // the caller's x->grad, given back at the end
+} checked;
+
+typedef struct check {
+    tg_gradcheck_fn f;
+    void *ctx;
+    tg_tensor *const *inputs;
+    int ninputs;
+    checked in[TG_MAX_INPUTS * 4];
+    int nin;
+    int64_t rows;  // checked input elements, over all inputs
+    int64_t cols;  // output elements
+    tg_gradcheck_options o;
+    tg_gradcheck_result *r;
+} check;
+
+/* Address of the C-order element k of x, whatever its strides. */
+static char *element_ptr(const tg_tensor *x, int64_t k)
+{
+    int64_t off = x->offset;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        off += (k % x->shape[d]) * x->strides[d];
+        k /= x->shape[d];
+    }
+    return (char *)x->storage->data + off * (int64_t)tg_dtype_size(x->dtype);
+}
+
+static double get(const tg_tensor *x, int64_t k)
+{
+    char *p = element_ptr(x, k);
+    return x->dtype == TG_FLOAT32 ? *(float *)p : *(double *)p;
+}
+
+static void put(tg_tensor *x, int64_t k, double v)
+{
+    char *p = element_ptr(x, k);
+    if (x->dtype == TG_FLOAT32)
+        *(float *)p = (float)v;
+    else
+        *(double *)p = v;
+}
+
+static void fail(check *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->r->message, sizeof c->r->message, fmt, ap);
+    va_end(ap);
+    c->r->passed = false;
+    if (!c->o.quiet)
+        fprintf(c->o.report ? c->o.report : stderr, "%s\n", c->r->message);
+}
+
+/* f(inputs) as doubles into y[cols] (gradients off). 0 or -1. */
+static int eval(check *c, double *y)
+{
+    tg_no_grad_begin();
+    tg_tensor *out = c->f(c->inputs, c->ninputs, c->ctx);
+    tg_no_grad_end();
+    if (!out)
+        return -1;
+    int rc = 0;
+    if (out->numel != c->cols) {
+        tg_error("tg_gradcheck",
+                 "f gave %lld elements, then %lld\n"
+                 "  rule: f must give the same shape on every call\n"
+                 "  hint: f must not depend on anything but its inputs",
+                 (long long)c->cols, (long long)out->numel);
+        rc = -1;
+    } else {
+        rc = tg_to_f64_array(out, y);
+    }
+    tg_release(out);
+    return rc;
+}
+
+/* One backward of `seed` (an output gradient, as doubles) through y:
+ * stores the gradients of all checked inputs, stacked, into g[rows]. */
+static int backward_into(check *c, tg_tensor *y, const double *seed,
+                         double *g)
+{
+    for (int i = 0; i < c->nin; i++)
+        tg_clear_grad(c->in[i].x);
+    memset(g, 0, (size_t)c->rows * sizeof *g);
+    if (!y->requires_grad)
+        return 0; // y does not depend on the inputs: all zero
+    tg_tensor *v = tg_from_array(seed, y->shape, y->ndim, TG_FLOAT64);
+    tg_backward_options bo = {.grad = v, .keep_tape = true};
+    int rc = v ? tg_backward_ex(y, &bo) : -1;
+    tg_release(v);
+    for (int i = 0; rc == 0 && i < c->nin; i++) {
+        tg_tensor *gr = c->in[i].x->grad;
+        if (gr)
+            rc = tg_to_f64_array(gr, g + c->in[i].first);
+    }
+    return rc;
+}
+
+/* The analytical Jacobian, J[k * cols + j], one backward per output. */
+static int analytical(check *c, tg_tensor *y, double *J)
+{
+    double *seed = calloc((size_t)c->cols, sizeof *seed);
+    double *g = malloc((size_t)(c->rows ? c->rows : 1) * sizeof *g);
+    int rc = seed && g ? 0 : -1;
+    for (int64_t j = 0; rc == 0 && j < c->cols; j++) {
+        seed[j] = 1.0;
+        rc = backward_into(c, y, seed, g);
+        seed[j] = 0.0;
+        for (int64_t k = 0; rc == 0 && k < c->rows; k++)
+            J[k * c->cols + j] = g[k];
+    }
+    free(seed);
+    free(g);
+    return rc;
+}
+
+/* The numerical Jacobian by central differences, J[k * cols + j]. */
+static int numerical(check *c, double *J)
+{
+    double *plus = malloc((size_t)c->cols * sizeof *plus + 1);
+    double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
+    int rc = plus && minus ? 0 : -1;
+    for (int i = 0; rc == 0 && i < c->nin; i++) {
+        tg_tensor *x = c->in[i].x;
+        for (int64_t k = 0; rc == 0 && k < x->numel; k++) {
+            double orig = get(x, k);
+            put(x, k, orig + c->o.eps);
+            rc = eval(c, plus);
+            put(x, k, orig - c->o.eps);
+            if (rc == 0)
+                rc = eval(c, minus);
+            put(x, k, orig);
+            double *row = J + (c->in[i].first + k) * c->cols;
+            for (int64_t j = 0; rc == 0 && j < c->cols; j++)
+                row[j] = (plus[j] - minus[j]) / (2 * c->o.eps);
+        }
+    }
+    free(plus);
+    free(minus);
+    return rc;
+}
+
+/* Which checked input a stacked row belongs to. */
+static int input_of_row(const check *c, int64_t k)
+{
+    int i = 0;
+    while (i + 1 < c->nin && c->in[i + 1].first <= k)
+        i++;
+    return i;
+}
+
+static bool within_tolerance(const check *c, double a, double n)
+{
+    return fabs(a - n) <= c->o.atol + c->o.rtol * fabs(n);
+}
+
+/* Compares the two Jacobians; reports the worst entry. */
+static void compare(check *c, const double *A, const double *N)
+{
+    int64_t bad = 0, worst = -1;
+    double worst_excess = 0;
+    for (int64_t e = 0; e < c->rows * c->cols; e++) {
+        if (within_tolerance(c, A[e], N[e]))
+            continue;
+        double excess = fabs(A[e] - N[e]) - c->o.atol - c->o.rtol * fabs(N[e]);
+        if (bad++ == 0 || !(excess <= worst_excess)) {
+            worst = e;
+            worst_excess = excess;
+        }
+    }
+    if (!bad)
+        return;
+    int64_t k = worst / c->cols, j = worst % c->cols;
+    int i = input_of_row(c, k);
+    const tg_tensor *x = c->in[i].x;
+    char s[TG_SHAPE_STR_MAX];
+    tg_gradcheck_result *r = c->r;
+    r->input = c->in[i].index;
+    r->input_index = k - c->in[i].first;
+    r->output_index = j;
+    r->analytical = A[worst];
+    r->numerical = N[worst];
+    r->error = fabs(A[worst] - N[worst]);
+    fail(c,
+         "tg_gradcheck: backward disagrees with finite differences\n"
+         "  input %d (shape %s, %s), element %lld; output element %lld\n"
+         "  analytical %.10g, numerical %.10g, |a - n| = %.3g > atol + "
+         "rtol * |n| = %.3g\n"
+         "  %lld of %lld Jacobian entries differ (eps %g, atol %g, "
+         "rtol %g); the worst is shown",
+         r->input, tg_shape_str(x, s), tg_dtype_name(x->dtype),
+         (long long)r->input_index, (long long)j, r->analytical,
+         r->numerical, r->error, c->o.atol + c->o.rtol * fabs(r->numerical),
+         (long long)bad, (long long)(c->rows * c->cols), c->o.eps, c->o.atol,
+         c->o.rtol);
+}
+
+/* The two checks beyond the Jacobian: a zero output gradient gives zero
+ * input gradients, and the same backward twice gives the same numbers. */
+static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
+{
+    int64_t n = c->rows ? c->rows : 1;
+    double *g1 = malloc((size_t)n * sizeof *g1);
+    double *g2 = malloc((size_t)n * sizeof *g2);
+    double *zeros = calloc((size_t)c->cols, sizeof *zeros);
+    int rc = g1 && g2 && zeros ? 0 : -1;
+    if (rc == 0)
+        rc = backward_into(c, y, zeros, g1);
+    for (int64_t k = 0; rc == 0 && c->r->passed && k < c->rows; k++) {
+        if (g1[k] == 0.0)
+            continue;
+        int i = input_of_row(c, k);
+        c->r->input = c->in[i].index;
+        c->r->input_index = k - c->in[i].first;
+        c->r->output_index = -1;
+        c->r->analytical = g1[k];
+        c->r->numerical = 0.0;
+        c->r->error = fabs(g1[k]);
+        fail(c,
+             "tg_gradcheck: a zero output gradient gave a nonzero input "
+             "gradient\n"
+             "  input %d, element %lld: %.10g instead of 0\n"
+             "  (a backward must scale with the incoming gradient)",
+             c->r->input, (long long)c->r->input_index, g1[k]);
+    }
+    if (rc == 0 && c->r->passed)
+        rc = backward_into(c, y, seed, g1);
+    if (rc == 0 && c->r->passed)
+        rc = backward_into(c, y, seed, g2);
+    for (int64_t k = 0; rc == 0 && c->r->passed && k < c->rows; k++) {
+        if (g1[k] == g2[k] || (g1[k] != g1[k] && g2[k] != g2[k]))
+            continue;
+        int i = input_of_row(c, k);
+        c->r->input = c->in[i].index;
+        c->r->input_index = k - c->in[i].first;
+        c->r->output_index = -1;
+        c->r->analytical = g1[k];
+        c->r->numerical = g2[k];
+        c->r->error = fabs(g1[k] - g2[k]);
+        fail(c,
+             "tg_gradcheck: backward is not repeatable\n"
+             "  input %d, element %lld: %.17g the first time, %.17g the "
+             "second\n"
+             "  (the same backward must give the same numbers)",
+             c->r->input, (long long)c->r->input_index, g1[k], g2[k]);
+    }
+    free(g1);
+    free(g2);
+    free(zeros);
+    return rc;
+}
+
+/* u and v for fast mode: normal draws, scaled to unit length. */
+static int unit_vector(tg_generator *gen, double *u, int64_t n)
+{
+    int64_t shape[1] = {n};
+    tg_tensor *t = tg_randn_gen(gen, shape, 1, TG_FLOAT64);
+    if (!t)
+        return -1;
+    tg_to_f64_array(t, u);
+    tg_release(t);
+    double norm = 0;
+    for (int64_t k = 0; k < n; k++)
+        norm += u[k] * u[k];
+    norm = sqrt(norm);
+    for (int64_t k = 0; k < n && norm > 0; k++)
+        u[k] /= norm;
+    return 0;
+}
+
+static int fast(check *c, tg_tensor *y)
+{
+    double *u = malloc((size_t)c->rows * sizeof *u + 1);
+    double *v = malloc((size_t)c->cols * sizeof *v + 1);
+    double *g = malloc((size_t)c->rows * sizeof *g + 1);
+    double *plus = malloc((size_t)c->cols * sizeof *plus + 1);
+    double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
+    double *orig = malloc((size_t)c->rows * sizeof *orig + 1);
+    tg_generator *gen = tg_generator_new(c->o.seed);
+    int rc = u && v && g && plus && minus && orig && gen ? 0 : -1;
+    if (rc == 0)
+        rc = unit_vector(gen, u, c->rows);
+    if (rc == 0)
+        rc = unit_vector(gen, v, c->cols);
+    /* numerical: v . (f(x + eps u) - f(x - eps u)) / (2 eps) */
+    for (int i = 0; rc == 0 && i < c->nin; i++)
+        for (int64_t k = 0; k < c->in[i].x->numel; k++)
+            orig[c->in[i].first + k] = get(c->in[i].x, k);
+    for (int sign = 1; rc == 0 && sign >= -1; sign -= 2) {
+        for (int i = 0; i < c->nin; i++)
+            for (int64_t k = 0; k < c->in[i].x->numel; k++) {
+                int64_t row = c->in[i].first + k;
+                put(c->in[i].x, k, orig[row] + sign * c->o.eps * u[row]);
+            }
+        rc = eval(c, sign > 0 ? plus : minus);
+    }
+    for (int i = 0; i < c->nin && orig; i++)
+        for (int64_t k = 0; k < c->in[i].x->numel; k++)
+            put(c->in[i].x, k, orig[c->in[i].first + k]);
+    double n = 0, a = 0;
+    for (int64_t j = 0; rc == 0 && j < c->cols; j++)
+        n += v[j] * (plus[j] - minus[j]) / (2 * c->o.eps);
+    /* analytical: (v^T J) . u */
+    if (rc == 0)
+        rc = backward_into(c, y, v, g);
+    for (int64_t k = 0; rc == 0 && k < c->rows; k++)
+        a += g[k] * u[k];
+    if (rc == 0 && !within_tolerance(c, a, n)) {
+        c->r->input = -1;
+        c->r->input_index = -1;
+        c->r->output_index = -1;
+        c->r->analytical = a;
+        c->r->numerical = n;
+        c->r->error = fabs(a - n);
+        fail(c,
+             "tg_gradcheck (fast mode): backward disagrees with finite "
+             "differences\n"
+             "  v^T J u: analytical %.10g, numerical %.10g, |a - n| = %.3g "
+             "> atol + rtol * |n| = %.3g\n"
+             "  (random unit u, v from seed %llu; run without fast_mode to "
+             "see which entry is wrong)",
+             a, n, c->r->error, c->o.atol + c->o.rtol * fabs(n),
+             (unsigned long long)c->o.seed);
+    }
+    if (rc == 0 && c->r->passed)
+        rc = zero_and_repeat(c, y, v);
+    tg_generator_free(gen);
+    free(u);
+    free(v);
+    free(g);
+    free(plus);
+    free(minus);
+    free(orig);
+    return rc;
+}
+
+/* Inputs that can be checked: leaves, float, no overlapping elements. */
+static int collect(check *c)
+{
+    for (int i = 0; i < c->ninputs; i++) {
+        tg_tensor *x = c->inputs[i];
+        if (!x)
+            return -1;
+        if (!x->requires_grad)
+            continue;
+        if (x->grad_fn) {
+            tg_error("tg_gradcheck",
+                     "input %d was made by %s, it is not a leaf\n"
+                     "  rule: gradcheck perturbs leaves and reads their "
+                     ".grad\n"
+                     "  hint: pass tg_detach(x) with requires_grad set",
+                     i, x->grad_fn->name);
+            return -1;
+        }
+        for (int d = 0; d < x->ndim; d++) {
+            if (x->strides[d] != 0 || x->shape[d] <= 1)
+                continue;
+            char s[TG_SHAPE_STR_MAX];
+            tg_error("tg_gradcheck",
+                     "input %d of shape %s has stride 0 in dim %d\n"
+                     "  rule: each element must have its own memory, or "
+                     "perturbing one perturbs several\n"
+                     "  hint: pass tg_contiguous(x) (then set "
+                     "requires_grad on it)",
+                     i, tg_shape_str(x, s), d);
+            return -1;
+        }
+        if (x->dtype == TG_FLOAT32 && !c->o.quiet)
+            fprintf(c->o.report ? c->o.report : stderr,
+                    "tg_gradcheck: warning: input %d is float32; the "
+                    "default eps and tolerances are meant for float64 "
+                    "(for float32 try eps 1e-3, atol 1e-2, rtol 1e-2)\n",
+                    i);
+        checked *k = &c->in[c->nin++];
+        k->x = x;
+        k->index = i;
+        k->first = c->rows;
+        c->rows += x->numel;
+    }
+    if (c->nin == 0) {
+        tg_error("tg_gradcheck",
+                 "none of the %d inputs requires grad\n"
+                 "  rule: gradcheck checks the gradients of the inputs "
+                 "with requires_grad\n"
+                 "  hint: tg_set_requires_grad(x, true) on the inputs to "
+                 "check",
+                 c->ninputs);
+        return -1;
+    }
+    return 0;
+}
+
+int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
+                 int ninputs, const tg_gradcheck_options *opts,
+                 tg_gradcheck_result *result)
+{
+    tg_gradcheck_result local;
+    check c = {.f = f, .ctx = ctx, .inputs = inputs, .ninputs = ninputs,
+               .o = opts ? *opts : tg_gradcheck_defaults(),
+               .r = result ? result : &local};
+    memset(c.r, 0, sizeof *c.r);
+    c.r->passed = true;
+    c.r->input = -1;
+    c.r->input_index = c.r->output_index = -1;
+    if (!f || !inputs || ninputs < 1 || ninputs > TG_MAX_INPUTS * 4) {
+        tg_error("tg_gradcheck",
+                 "no function or no inputs (f %s, %d inputs)\n"
+                 "  rule: gradcheck needs f and 1 to %d inputs\n"
+                 "  hint: tg_gradcheck(f, ctx, inputs, ninputs, NULL, "
+                 "&result)",
+                 f ? "given" : "NULL", ninputs, TG_MAX_INPUTS * 4);
+        return -1;
+    }
+    if (!(c.o.eps > 0) || !(c.o.atol >= 0) || !(c.o.rtol >= 0)) {
+        tg_error("tg_gradcheck",
+                 "eps %g, atol %g, rtol %g\n"
+                 "  rule: eps must be > 0 and the tolerances >= 0\n"
+                 "  hint: start from tg_gradcheck_defaults()",
+                 c.o.eps, c.o.atol, c.o.rtol);
+        return -1;
+    }
+    if (collect(&c) < 0)
+        return -1;
+    for (int i = 0; i < c.nin; i++) {
+        c.in[i].stashed = c.in[i].x->grad;
+        c.in[i].x->grad = NULL;
+    }
+
+    int rc = -1;
+    double *A = NULL, *N = NULL;
+    tg_tensor *y = f(inputs, ninputs, ctx);
+    if (!y)
+        goto out;
+    if (!tg_dtype_is_float(y->dtype)) {
+        tg_error("tg_gradcheck",
+                 "f gave an %s tensor\n"
+                 "  rule: only float outputs have gradients\n"
+                 "  hint: check the op you meant to differentiate",
+                 tg_dtype_name(y->dtype));
+        goto out;
+    }
+    c.cols = y->numel;
+    if (c.o.fast_mode) {
+        rc = fast(&c, y);
+        goto out;
+    }
+    size_t n = (size_t)(c.rows * c.cols) + 1;
+    A = malloc(n * sizeof *A);
+    N = malloc(n * sizeof *N);
+    if (!A || !N) {
+        tg_error("tg_gradcheck",
+                 "out of memory for two %lld x %lld Jacobians\n"
+                 "  rule: the full check stores both Jacobians\n"
+                 "  hint: use smaller inputs or fast_mode",
+                 (long long)c.rows, (long long)c.cols);
+        goto out;
+    }
+    rc = analytical(&c, y, A);
+    if (rc == 0)
+        rc = numerical(&c, N);
+    if (rc == 0)
+        compare(&c, A, N);
+    if (rc == 0 && c.r->passed) {
+        /* repeat with the all-ones gradient: every path is exercised */
+        double *ones = malloc((size_t)c.cols * sizeof *ones + 1);
+        rc = ones ? 0 : -1;
+        for (int64_t j = 0; rc == 0 && j < c.cols; j++)
+            ones[j] = 1.0;
+        if (rc == 0)
+            rc = zero_and_repeat(&c, y, ones);
+        free(ones);
+    }
+out:
+    free(A);
+    free(N);
+    tg_release(y);
+    for (int i = 0; i < c.nin; i++) {
+        tg_release(c.in[i].x->grad);
+        c.in[i].x->grad = c.in[i].stashed;
+    }
+    if (rc < 0)
+        return -1;
+    return c.r->passed ? 1 : 0;
+}

@@ -1,0 +1,84 @@
+/*
+ * autograd/internal.h - what an op file needs to record itself on the tape.
+ * Not installed.
+ *
+ * The pattern, in every op of autograd/ops/:
+ *
+ *   static int mul_backward(tg_node *node, const tg_tensor *g,
+ *                           tg_tensor **grads) { ... }
+ *   static const tg_op mul_op = {"MulBackward0", mul_backward, 0};
+ *
+ *   tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b)
+ *   {
+ *       tg_tensor *out = tg_binary_apply(...);
+ *       tg_node *node = tg_record(&mul_op, &out, TG_INPUTS(a, b));
+ *       if (node) {                 // an input needs grad: keep a and b
+ *           tg_node_save(node, a);
+ *           tg_node_save(node, b);
+ *       }
+ *       return out;
+ *   }
+ *
+ * A backward receives dL/d(out) (borrowed, out's shape, any layout) and
+ * stores NEW references in grads[i] for the inputs where
+ * tg_node_needs_grad(node, i); NULL means a zero gradient. Each gradient
+ * must have its input's shape (tg_sum_to_shape reduces a broadcast one);
+ * the engine converts the dtype. Backward runs with gradients disabled, so
+ * it may use any op. Returns 0, or -1 after tg_error.
+ */
+#ifndef TG_AUTOGRAD_INTERNAL_H
+#define TG_AUTOGRAD_INTERNAL_H
+
+#include "../tensor/internal.h"
+#include "autograd.h"
+#include "ops.h"
+
+typedef int (*tg_backward_fn)(tg_node *node, const tg_tensor *grad_out,
+                              tg_tensor **grad_inputs);
+
+/* What every node of one op shares. */
+typedef struct tg_op {
+    const char *name;        // PyTorch's grad_fn name where there is one
+    tg_backward_fn backward;
+    size_t ctx_size;         // bytes of tg_node_ctx(node): the op's params
+} tg_op;
+
+/* The inputs as an array and a count: TG_INPUTS(a, b). */
+#define TG_INPUTS(...)                                                     \
+    ((const tg_tensor *const[]){__VA_ARGS__}),                             \
+    ((int)(sizeof((const tg_tensor *const[]){__VA_ARGS__}) /               \
+           sizeof(const tg_tensor *)))
+
+/* Records op on the tape with output *out, when gradients are enabled and
+ * an input requires grad: *out then requires grad and points to the node,
+ * which is returned. Returns NULL when there is nothing to record (also
+ * when *out is NULL). When recording fails (out of memory) *out is
+ * released and set to NULL, and NULL is returned. NULL inputs are allowed
+ * (they need no gradient). */
+tg_node *tg_record(const tg_op *op, tg_tensor **out,
+                   const tg_tensor *const *inputs, int ninputs);
+
+/* True when an op on these inputs would be recorded. */
+bool tg_grad_needed(const tg_tensor *const *inputs, int ninputs);
+
+/* Keeps t's data for backward (a detached alias: same storage, no
+ * history, so saving an op's own output makes no cycle). Returns the index
+ * for tg_node_saved, or -1 (the error is reported at backward). */
+int tg_node_save(tg_node *node, const tg_tensor *t);
+/* The i-th saved tensor, borrowed. */
+const tg_tensor *tg_node_saved(const tg_node *node, int i);
+bool tg_node_needs_grad(const tg_node *node, int i);
+/* The op's parameter block (op->ctx_size bytes, zeroed). */
+void *tg_node_ctx(tg_node *node);
+/* Shape, ndim and dtype of input i as it was at forward time. */
+const int64_t *tg_node_input_shape(const tg_node *node, int i, int *ndim);
+tg_dtype tg_node_input_dtype(const tg_node *node, int i);
+
+/* Sums g over the dims that broadcasting added or stretched, so that the
+ * result has `shape` (which must broadcast to g's shape): the gradient of
+ * an input that was broadcast in the forward. Returns g retained when the
+ * shapes already match. New reference. */
+tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
+                           int ndim);
+
+#endif

@@ -1,0 +1,644 @@
+/*
+ * autograd/tape.c - the tape and the backward pass.
+ *
+ * The tape is a doubly linked list of nodes in execution order, one list
+ * per thread. A node is one call of a differentiable op: its backward
+ * function, the tensors it saved, its parameters, and one edge per input
+ * saying where that input's gradient goes: to the node that made it, or to
+ * a leaf's ->grad.
+ *
+ * Because nodes are appended as ops run, every node comes after the nodes
+ * of its inputs. Walking the list backwards from the loss's node therefore
+ * visits each node after every node that consumes its output, which is
+ * exactly when its gradient is complete (a reverse topological order, for
+ * free). The walk is a loop: a chain of a million ops needs no stack.
+ *
+ * Lifetime: a node holds one reference for its output tensor while that
+ * tensor lives (the tensor only borrows the node, so there is no cycle) and
+ * one for each later node that links to it. When the count reaches zero
+ * the node releases what it saved and its links, which may free the nodes
+ * before it; that cascade also runs as a loop. Backward additionally
+ * "frees" the nodes it walked (drops their saved tensors and links) unless
+ * asked to keep them; such a node stays, empty, while its output lives, so
+ * a second backward through it is caught with a clear message.
+ *
+ * Not here: the ops' own backward functions (autograd/ops/), custom
+ * functions (function.c), gradcheck (gradcheck.c), Graphviz (dot.c).
+ */
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- the tape */
+
+typedef struct tape {
+    tg_node *first, *last;  // execution order
+    int64_t size;           // nodes alive
+    uint64_t walks;         // backward walks so far (marks visited nodes)
+    int no_grad_depth;
+    tg_node *dying;         // nodes whose count reached zero, to free
+    bool freeing;
+} tape;
+
+static _Thread_local tape the_tape;
+
+int64_t tg_tape_size(void)
+{
+    return the_tape.size;
+}
+
+void tg_no_grad_begin(void)
+{
+    the_tape.no_grad_depth++;
+}
+
+void tg_no_grad_end(void)
+{
+    if (the_tape.no_grad_depth > 0)
+        the_tape.no_grad_depth--;
+}
+
+bool tg_is_grad_enabled(void)
+{
+    return the_tape.no_grad_depth == 0;
+}
+
+/* Drops a node's saved tensors and links (its inputs may die with it). */
+static void node_empty(tg_node *n)
+{
+    for (int i = 0; i < n->nsaved; i++) {
+        tg_release(n->saved[i]);
+        n->saved[i] = NULL;
+    }
+    for (int i = 0; i < n->ninputs; i++) {
+        tg_edge *e = &n->inputs[i];
+        tg_release(e->leaf);
+        e->leaf = NULL;
+        if (e->node)
+            tg_node_unref(e->node);
+        e->node = NULL;
+    }
+    tg_release(n->grad);
+    n->grad = NULL;
+}
+
+void tg_node_unref(tg_node *n)
+{
+    if (--n->refs > 0)
+        return;
+    /* Queue it; the loop below frees the queue, including the nodes that
+     * freeing this one lets go. */
+    n->next_dying = the_tape.dying;
+    the_tape.dying = n;
+    if (the_tape.freeing)
+        return;
+    the_tape.freeing = true;
+    while (the_tape.dying) {
+        tg_node *d = the_tape.dying;
+        the_tape.dying = d->next_dying;
+        node_empty(d);
+        if (d->on_tape) {
+            if (d->prev)
+                d->prev->next = d->next;
+            else
+                the_tape.first = d->next;
+            if (d->next)
+                d->next->prev = d->prev;
+            else
+                the_tape.last = d->prev;
+            the_tape.size--;
+        }
+        free(d);
+    }
+    the_tape.freeing = false;
+}
+
+/* The hooks tensor/ calls. */
+static void tensor_freed(tg_tensor *t)
+{
+    tg_node *n = t->grad_fn;
+    if (n->out == t) {
+        n->out = NULL;
+        tg_node_unref(n);
+    }
+}
+
+static const char *grad_fn_name(const tg_node *n)
+{
+    return n->name;
+}
+
+static const tg_autograd_hooks hooks = {tensor_freed, grad_fn_name};
+
+const char *tg_grad_fn_name(const tg_tensor *x)
+{
+    return x && x->grad_fn ? x->grad_fn->name : NULL;
+}
+
+/* ---------------------------------------------------------- recording */
+
+bool tg_grad_needed(const tg_tensor *const *inputs, int ninputs)
+{
+    if (!tg_is_grad_enabled())
+        return false;
+    for (int i = 0; i < ninputs; i++)
+        if (inputs[i] && inputs[i]->requires_grad)
+            return true;
+    return false;
+}
+
+tg_node *tg_node_new(const char *name, tg_backward_fn backward,
+                     size_t ctx_size, const tg_tensor *const *inputs,
+                     int ninputs)
+{
+    tg_node *n = calloc(1, sizeof *n + ctx_size);
+    if (!n) {
+        tg_error(name, "out of memory recording the op on the tape");
+        return NULL;
+    }
+    n->name = name;
+    n->backward = backward;
+    n->ctx_size = ctx_size;
+    n->ninputs = ninputs;
+    for (int i = 0; i < ninputs; i++) {
+        const tg_tensor *x = inputs[i];
+        tg_edge *e = &n->inputs[i];
+        if (!x)
+            continue;
+        e->dtype = x->dtype;
+        e->ndim = x->ndim;
+        memcpy(e->shape, x->shape, sizeof x->shape);
+        if (!x->requires_grad)
+            continue;
+        e->needs_grad = true;
+        if (x->grad_fn) {
+            e->node = x->grad_fn;
+            e->node->refs++;
+        } else {
+            e->leaf = tg_retain((tg_tensor *)x);
+        }
+    }
+    return n;
+}
+
+void tg_node_attach(tg_node *n, tg_tensor *out)
+{
+    tg_set_autograd_hooks(&hooks);
+    n->out = out;
+    n->out_dtype = out->dtype;
+    n->out_ndim = out->ndim;
+    memcpy(n->out_shape, out->shape, sizeof out->shape);
+    n->refs = 1;
+    out->requires_grad = true;
+    out->grad_fn = n;
+    n->on_tape = true;
+    n->prev = the_tape.last;
+    if (the_tape.last)
+        the_tape.last->next = n;
+    else
+        the_tape.first = n;
+    the_tape.last = n;
+    the_tape.size++;
+}
+
+void tg_node_discard(tg_node *n)
+{
+    if (!n)
+        return;
+    n->refs = 1;
+    tg_node_unref(n);
+}
+
+tg_node *tg_record(const tg_op *op, tg_tensor **out,
+                   const tg_tensor *const *inputs, int ninputs)
+{
+    tg_tensor *o = *out;
+    /* Integer results (argmax, comparisons) carry no gradient. */
+    if (!o || o->dtype == TG_INT64 || !tg_grad_needed(inputs, ninputs))
+        return NULL;
+    tg_node *n = tg_node_new(op->name, op->backward, op->ctx_size, inputs,
+                             ninputs);
+    if (!n) {
+        tg_release(o);
+        *out = NULL;
+        return NULL;
+    }
+    tg_node_attach(n, o);
+    return n;
+}
+
+int tg_node_save(tg_node *n, const tg_tensor *t)
+{
+    if (n->nsaved == TG_MAX_SAVED || !t) {
+        n->save_failed = true;
+        return -1;
+    }
+    tg_tensor *alias = tg_view_make(t, t->shape, t->strides, t->ndim,
+                                    t->offset);
+    if (!alias) {
+        n->save_failed = true;
+        return -1;
+    }
+    n->saved[n->nsaved] = alias;
+    n->saved_version[n->nsaved] = t->storage->version;
+    return n->nsaved++;
+}
+
+const tg_tensor *tg_node_saved(const tg_node *n, int i)
+{
+    return i >= 0 && i < n->nsaved ? n->saved[i] : NULL;
+}
+
+bool tg_node_needs_grad(const tg_node *n, int i)
+{
+    return i >= 0 && i < n->ninputs && n->inputs[i].needs_grad;
+}
+
+void *tg_node_ctx(tg_node *n)
+{
+    return n->ctx;
+}
+
+const int64_t *tg_node_input_shape(const tg_node *n, int i, int *ndim)
+{
+    *ndim = n->inputs[i].ndim;
+    return n->inputs[i].shape;
+}
+
+tg_dtype tg_node_input_dtype(const tg_node *n, int i)
+{
+    return n->inputs[i].dtype;
+}
+
+/* ------------------------------------------------------- requires_grad */
+
+int tg_set_requires_grad(tg_tensor *x, bool requires_grad)
+{
+    if (!x)
+        return -1;
+    if (x->grad_fn) {
+        if (requires_grad)
+            return 0; // it already does
+        tg_error("tg_set_requires_grad",
+                 "cannot turn off requires_grad of a tensor made by %s\n"
+                 "  rule: only leaves (tensors not made by a recorded op) "
+                 "can change it\n"
+                 "  hint: tg_detach(x) gives a tensor with the same data "
+                 "and no history",
+                 x->grad_fn->name);
+        return -1;
+    }
+    if (requires_grad && !tg_dtype_is_float(x->dtype)) {
+        tg_error("tg_set_requires_grad",
+                 "an %s tensor cannot require grad\n"
+                 "  rule: only float32 and float64 tensors have gradients\n"
+                 "  hint: convert first: tg_to_dtype(x, TG_FLOAT64)",
+                 tg_dtype_name(x->dtype));
+        return -1;
+    }
+    x->requires_grad = requires_grad;
+    return 0;
+}
+
+bool tg_is_leaf(const tg_tensor *x)
+{
+    return x && !x->grad_fn;
+}
+
+int tg_retain_grad(tg_tensor *x)
+{
+    if (!x)
+        return -1;
+    if (!x->requires_grad) {
+        tg_error("tg_retain_grad",
+                 "the tensor does not require grad, so it gets no gradient\n"
+                 "  rule: only tensors that depend on a leaf with "
+                 "requires_grad have gradients\n"
+                 "  hint: call tg_set_requires_grad(w, true) on the "
+                 "parameters before the forward pass");
+        return -1;
+    }
+    if (x->grad_fn)
+        x->retains_grad = true;
+    return 0;
+}
+
+void tg_zero_grad(tg_tensor *x)
+{
+    if (x && x->grad)
+        tg_fill_(x->grad, 0.0);
+}
+
+void tg_clear_grad(tg_tensor *x)
+{
+    if (!x)
+        return;
+    tg_release(x->grad);
+    x->grad = NULL;
+}
+
+tg_tensor *tg_detach(const tg_tensor *x)
+{
+    if (!x)
+        return NULL;
+    return tg_view_make(x, x->shape, x->strides, x->ndim, x->offset);
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* *acc += g for a gradient that belongs to a tensor (a leaf's or a
+ * retained one's ->grad): a private contiguous copy the first time, then
+ * added in place so the grad tensor keeps its identity. Takes g. */
+static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
+{
+    if (!*acc) {
+        if (g->refcount == 1 && g->storage->refcount == 1 &&
+            g->dtype == dtype && tg_is_contiguous(g)) {
+            *acc = g; // nobody else sees g: keep it
+            return 0;
+        }
+        *acc = g->dtype == dtype ? tg_clone(g) : tg_to_dtype(g, dtype);
+        tg_release(g);
+        return *acc ? 0 : -1;
+    }
+    tg_tensor *sum = tg_add(*acc, g);
+    tg_release(g);
+    int rc = sum ? tg_copy_(*acc, sum) : -1;
+    tg_release(sum);
+    return rc;
+}
+
+/* A node's incoming gradient: kept as given (it may be a view or shared),
+ * summed out of place when a second one arrives. Takes g. */
+static int node_accumulate(tg_node *n, tg_tensor *g)
+{
+    if (!n->grad) {
+        n->grad = g;
+        return 0;
+    }
+    tg_tensor *sum = tg_add(n->grad, g);
+    tg_release(g);
+    tg_release(n->grad);
+    n->grad = sum;
+    return sum ? 0 : -1;
+}
+
+static int check_node(const tg_node *n)
+{
+    if (n->freed) {
+        tg_error("tg_backward",
+                 "the tape through %s was already freed by an earlier "
+                 "backward\n"
+                 "  rule: backward frees the part of the tape it walked, "
+                 "with everything it saved (PyTorch's retain_graph=False)\n"
+                 "  hint: set keep_tape in tg_backward_options for the "
+                 "first backward, or run the forward pass again",
+                 n->name);
+        return -1;
+    }
+    if (n->save_failed) {
+        tg_error("tg_backward",
+                 "%s could not keep a tensor it needs for backward\n"
+                 "  rule: saving needs memory, and at most %d tensors per "
+                 "node\n"
+                 "  hint: free memory, or save fewer tensors in a custom "
+                 "function",
+                 n->name, TG_MAX_SAVED);
+        return -1;
+    }
+    for (int i = 0; i < n->nsaved; i++) {
+        const tg_tensor *s = n->saved[i];
+        if (s->storage->version == n->saved_version[i])
+            continue;
+        char shape[TG_SHAPE_STR_MAX];
+        tg_error("tg_backward",
+                 "a tensor of shape %s saved by %s was modified in place "
+                 "after the forward pass\n"
+                 "  rule: backward needs the values the forward used; this "
+                 "storage is at version %llu, it was %llu when saved\n"
+                 "  hint: modify a copy instead (tg_clone), or do the "
+                 "in-place change after tg_backward",
+                 tg_shape_str(s, shape), n->name,
+                 (unsigned long long)s->storage->version,
+                 (unsigned long long)n->saved_version[i]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs one node's backward and hands each input gradient on. */
+static int node_backward(tg_node *n)
+{
+    tg_tensor *grads[TG_MAX_INPUTS] = {0};
+    if (n->backward(n, n->grad, grads) < 0)
+        goto fail;
+    for (int i = 0; i < n->ninputs; i++) {
+        tg_edge *e = &n->inputs[i];
+        tg_tensor *g = grads[i];
+        grads[i] = NULL;
+        if (!g)
+            continue;
+        if (!e->needs_grad) {
+            tg_release(g);
+            continue;
+        }
+        bool same = g->ndim == e->ndim;
+        for (int d = 0; same && d < e->ndim; d++)
+            same = g->shape[d] == e->shape[d];
+        if (!same) {
+            char gs[TG_SHAPE_STR_MAX], es[TG_SHAPE_STR_MAX];
+            tg_shape_format(g->shape, g->ndim, gs);
+            tg_shape_format(e->shape, e->ndim, es);
+            tg_release(g);
+            tg_error("tg_backward",
+                     "%s gave a gradient of shape %s for its input %d of "
+                     "shape %s\n"
+                     "  rule: a backward returns one gradient per input, of "
+                     "that input's shape\n"
+                     "  hint: reduce a broadcast gradient with a sum over "
+                     "the broadcast dims",
+                     n->name, gs, i, es);
+            goto fail;
+        }
+        if (g->dtype != e->dtype) {
+            tg_tensor *cast = tg_to_dtype(g, e->dtype);
+            tg_release(g);
+            if (!(g = cast))
+                goto fail;
+        }
+        int rc = e->node ? node_accumulate(e->node, g)
+                         : grad_accumulate(&e->leaf->grad, g, e->dtype);
+        if (rc < 0)
+            goto fail;
+    }
+    if (n->out && n->out->retains_grad) {
+        if (grad_accumulate(&n->out->grad, tg_retain(n->grad), n->out_dtype) <
+            0)
+            return -1;
+    }
+    return 0;
+fail:
+    for (int i = 0; i < n->ninputs; i++)
+        tg_release(grads[i]);
+    return -1;
+}
+
+/* The root's gradient: opts->grad checked against root, or ones. */
+static tg_tensor *root_grad(const tg_tensor *root, const tg_tensor *grad)
+{
+    char rs[TG_SHAPE_STR_MAX], gs[TG_SHAPE_STR_MAX];
+    if (!grad) {
+        if (root->numel != 1) {
+            tg_error("tg_backward",
+                     "cannot start from a tensor of shape %s without its "
+                     "gradient\n"
+                     "  rule: the implicit gradient 1 exists only for "
+                     "one-element outputs (a loss)\n"
+                     "  hint: reduce it first (tg_sum, tg_mean), or pass "
+                     "the gradient in tg_backward_options.grad",
+                     tg_shape_str(root, rs));
+            return NULL;
+        }
+        return tg_ones(root->shape, root->ndim, root->dtype);
+    }
+    if (!tg_same_shape(root, grad)) {
+        tg_error("tg_backward",
+                 "the gradient has shape %s but the tensor has shape %s\n"
+                 "  rule: tg_backward_options.grad must have the shape of "
+                 "the tensor backward starts from\n"
+                 "  hint: d(loss)/d(y) has y's shape",
+                 tg_shape_str(grad, gs), tg_shape_str(root, rs));
+        return NULL;
+    }
+    if (!tg_dtype_is_float(grad->dtype)) {
+        tg_error("tg_backward",
+                 "the gradient is %s\n"
+                 "  rule: gradients are float32 or float64\n"
+                 "  hint: tg_to_dtype(grad, TG_FLOAT64)",
+                 tg_dtype_name(grad->dtype));
+        return NULL;
+    }
+    return tg_to_dtype(grad, root->dtype);
+}
+
+int tg_backward(tg_tensor *root)
+{
+    return tg_backward_ex(root, NULL);
+}
+
+int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
+{
+    static const tg_backward_options defaults = {NULL, false};
+    if (!opts)
+        opts = &defaults;
+    if (!root)
+        return -1;
+    if (!root->requires_grad) {
+        tg_error("tg_backward",
+                 "the tensor does not require grad and has no grad_fn\n"
+                 "  rule: backward needs a result computed, with gradients "
+                 "enabled, from a leaf with requires_grad\n"
+                 "  hint: call tg_set_requires_grad(w, true) on the "
+                 "parameters before the forward pass, and do not compute "
+                 "the loss inside tg_no_grad_begin/end");
+        return -1;
+    }
+    tg_no_grad_begin();
+    tg_tensor *g = root_grad(root, opts->grad);
+    int rc = -1;
+    if (!g)
+        goto out;
+    if (!root->grad_fn) { // the root is a leaf
+        rc = grad_accumulate(&root->grad, g, root->dtype);
+        goto out;
+    }
+
+    /* Pass 1: mark what the root depends on, checking each node before
+     * any gradient moves, and hold every marked node for the passes. */
+    uint64_t walk = ++the_tape.walks;
+    int64_t nmarked = 0, cap = 64;
+    tg_node **marked = malloc((size_t)cap * sizeof *marked);
+    if (!marked) {
+        tg_release(g);
+        tg_error("tg_backward", "out of memory");
+        goto out;
+    }
+    root->grad_fn->mark = walk;
+    for (tg_node *n = root->grad_fn; n; n = n->prev) {
+        if (n->mark != walk)
+            continue;
+        if (nmarked == cap) {
+            tg_node **more = realloc(marked, (size_t)(cap *= 2) *
+                                                 sizeof *marked);
+            if (!more) {
+                tg_error("tg_backward", "out of memory");
+                goto release;
+            }
+            marked = more;
+        }
+        n->refs++;
+        marked[nmarked++] = n;
+        if (check_node(n) < 0)
+            goto release;
+        for (int i = 0; i < n->ninputs; i++)
+            if (n->inputs[i].node)
+                n->inputs[i].node->mark = walk;
+    }
+
+    /* Pass 2: in reverse execution order, each node's gradient is complete
+     * when it is reached. */
+    rc = node_accumulate(root->grad_fn, g);
+    g = NULL;
+    for (int64_t k = 0; rc == 0 && k < nmarked; k++) {
+        tg_node *n = marked[k];
+        if (n->grad) {
+            rc = node_backward(n);
+            tg_release(n->grad);
+            n->grad = NULL;
+        }
+    }
+
+release:
+    /* Pass 3: drop the gradients left by a failure, free the walked nodes
+     * (unless kept), let go of the holds. */
+    for (int64_t k = 0; k < nmarked; k++) {
+        tg_node *n = marked[k];
+        tg_release(n->grad);
+        n->grad = NULL;
+        if (rc == 0 && !opts->keep_tape) {
+            node_empty(n);
+            n->freed = true;
+        }
+    }
+    for (int64_t k = 0; k < nmarked; k++)
+        tg_node_unref(marked[k]);
+    free(marked);
+    tg_release(g);
+out:
+    tg_no_grad_end();
+    return rc;
+}
+
+/* ----------------------------------------------- helpers for backwards */
+
+/* Broadcasting lined g's dims up from the right with `shape`: the leading
+ * extra dims of g were added, and dims where shape has 1 but g does not
+ * were stretched. Both are summed away. */
+tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
+                           int ndim)
+{
+    if (!g)
+        return NULL;
+    int lead = g->ndim - ndim;
+    int dims[TG_MAX_DIMS], ndims = 0;
+    for (int d = 0; d < g->ndim; d++)
+        if (d < lead || (shape[d - lead] == 1 && g->shape[d] != 1))
+            dims[ndims++] = d;
+    if (ndims == 0)
+        return tg_retain((tg_tensor *)g);
+    tg_tensor *s = tg_sum(g, dims, ndims, true);
+    tg_tensor *r = tg_reshape(s, shape, ndim);
+    tg_release(s);
+    return r;
+}

@@ -217,6 +217,16 @@ tg_node *tg_record(const tg_op *op, tg_tensor **out,
     /* Integer results (argmax, comparisons) carry no gradient. */
     if (!o || o->dtype == TG_INT64 || !tg_grad_needed(inputs, ninputs))
         return NULL;
+    if (o->grad_fn) { // an op bug: its forward recorded ops of its own
+        tg_error(op->name,
+                 "internal error: the output already has grad_fn %s\n"
+                 "  rule: an op records one node; a forward built from "
+                 "other ops must run them under tg_no_grad_begin/end",
+                 o->grad_fn->name);
+        tg_release(o);
+        *out = NULL;
+        return NULL;
+    }
     tg_node *n = tg_node_new(op->name, op->backward, op->ctx_size, inputs,
                              ninputs);
     if (!n) {

@@ -13,14 +13,6 @@
 
 /* ------------------------------------------------------------------ errors */
 
-/* Records "fn: <formatted>" and calls the handler. Messages follow
- * STYLE.md: what failed with the values, then "\n  rule: ...", then
- * "\n  hint: ..." where a fix can be suggested. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-void tg_error(const char *fn, const char *fmt, ...);
-
 /* Formats shape[0..ndim) as "(2, 3)" into buf. */
 char *tg_shape_format(const int64_t *shape, int ndim,
                       char buf[TG_SHAPE_STR_MAX]);

@@ -86,6 +86,16 @@ void tg_error_handler_print(const char *message); // default: prints to stderr
 void tg_error_handler_abort(const char *message); // prints, then abort()
 void tg_error_handler_quiet(const char *message); // does nothing (tests)
 
+/* Reports an error as the library does: records "fn: <formatted>" as this
+ * thread's last error and calls the handler. Messages say what failed with
+ * the values, then "\n  rule: ...", then "\n  hint: ..." where a fix can be
+ * suggested. For user code that fails like a tapegrad function (a custom
+ * function's backward, say). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void tg_error(const char *fn, const char *fmt, ...);
+
 /* The last error message of this thread ("" when none). Borrowed. */
 const char *tg_last_error(void);
 void tg_clear_error(void);

@@ -27,6 +27,10 @@ void tg_test_teardown(void)
 {
     char report[256];
     cr_assert(tg_test_no_live_tensors(report, sizeof report), "%s", report);
+    cr_assert_eq(tg_tape_size(), 0,
+                 "%lld nodes are still on the tape at the end of the test",
+                 (long long)tg_tape_size());
+    cr_assert(tg_is_grad_enabled(), "a tg_no_grad_begin without its end");
 }
 
 const char *tg_test_ref_path(const char *name)

@@ -3,8 +3,9 @@
  *
  * TG_TEST(suite, name) is a Criterion test that installs the quiet error
  * handler before it runs and, after its body, fails unless every tensor it
- * made was released. The comparison helpers load NumPy references and report the
- * worst element when a result is off.
+ * made was released, the tape is empty and gradients are enabled again.
+ * The comparison helpers load NumPy references and report the worst
+ * element when a result is off.
  */
 #ifndef TG_TESTS_COMMON_H
 #define TG_TESTS_COMMON_H

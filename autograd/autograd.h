@@ -142,7 +142,8 @@ int tg_ctx_save(tg_ctx *ctx, const tg_tensor *t);
 const tg_tensor *tg_ctx_saved(const tg_ctx *ctx, int i);
 /* Whether backward must produce a gradient for input i. */
 bool tg_ctx_needs_grad(const tg_ctx *ctx, int i);
-/* data_size bytes for the function's own values, zero at first. */
+/* data_size bytes for the function's own values, zero at first (NULL when
+ * data_size is 0). */
 void *tg_ctx_data(tg_ctx *ctx);
 
 /* ------------------------------------------------------------- gradcheck */

@@ -48,10 +48,9 @@ tg_tensor *tg_function_apply(const tg_function *f,
             return NULL;
     bool record = tg_grad_needed(inputs, ninputs);
     tg_node *ctx = tg_node_new(f->name, f->backward, f->data_size, inputs,
-                               record ? ninputs : 0);
+                               ninputs);
     if (!ctx)
         return NULL;
-    ctx->ninputs = ninputs; // needs_grad stays false when not recording
 
     tg_no_grad_begin();
     tg_tensor *out = f->forward(ctx, inputs, ninputs, args);
@@ -98,5 +97,7 @@ bool tg_ctx_needs_grad(const tg_ctx *ctx, int i)
 
 void *tg_ctx_data(tg_ctx *ctx)
 {
-    return ctx ? tg_node_ctx(ctx) : NULL;
+    /* NULL for a function that asked for no data: a write through it stops
+     * at once instead of landing on the node's edges. */
+    return ctx && ctx->ctx_size ? tg_node_ctx(ctx) : NULL;
 }

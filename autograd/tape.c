@@ -152,7 +152,11 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
                      size_t ctx_size, const tg_tensor *const *inputs,
                      int ninputs)
 {
-    tg_node *n = calloc(1, sizeof *n + ctx_size);
+    /* One allocation: the node, the op's parameters, then the edges. */
+    size_t align = sizeof(max_align_t);
+    size_t ctx_bytes = (ctx_size + align - 1) / align * align;
+    tg_node *n = calloc(1, sizeof *n + ctx_bytes +
+                               (size_t)ninputs * sizeof(tg_edge));
     if (!n) {
         tg_error(name, "out of memory recording the op on the tape");
         return NULL;
@@ -161,6 +165,7 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
     n->backward = backward;
     n->ctx_size = ctx_size;
     n->ninputs = ninputs;
+    n->inputs = (tg_edge *)((char *)n->ctx + ctx_bytes);
     for (int i = 0; i < ninputs; i++) {
         const tg_tensor *x = inputs[i];
         tg_edge *e = &n->inputs[i];

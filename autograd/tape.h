@@ -36,7 +36,7 @@ struct tg_node {
     bool freed;                    // a backward released what it saved
     bool save_failed;
     int ninputs;
-    tg_edge inputs[TG_MAX_INPUTS];
+    tg_edge *inputs;               // (ninputs,), after ctx, same allocation
     int nsaved;
     tg_tensor *saved[TG_MAX_SAVED];          // detached aliases
     uint64_t saved_version[TG_MAX_SAVED];    // storage versions when saved

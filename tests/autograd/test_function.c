@@ -184,7 +184,8 @@ TG_TEST(function, failures_are_reported_and_leak_nothing)
 {
     tg_tensor *x = param();
     const tg_tensor *in = x;
-    tg_function f = {"FailingBackward", failing_forward, failing_backward, 0};
+    tg_function f = {"FailingBackward", failing_forward, failing_backward,
+                     sizeof(square_data)};
     cr_assert_null(tg_function_apply(&f, &in, 1, NULL));
     tg_assert_error("tg_reshape");
     cr_assert_eq(tg_tape_size(), 0);
@@ -238,11 +239,16 @@ TG_TEST(function, bad_definitions)
     tg_assert_error("tg_function_apply", "given 9 inputs", "0 to 8");
     in[0] = NULL;
     tg_clear_error();
-    cr_assert_null(tg_function_apply(&square, in, 1, NULL));
+    const tg_tensor *none = NULL;
+    cr_assert_null(tg_function_apply(&square, &none, 1, NULL));
     cr_assert_str_eq(tg_last_error(), "", "a NULL input fails silently");
+    in[0] = x;
     cr_assert_eq(tg_ctx_save(NULL, x), -1);
     cr_assert_null(tg_ctx_saved(NULL, 0));
     cr_assert_not(tg_ctx_needs_grad(NULL, 0));
     cr_assert_null(tg_ctx_data(NULL));
+    tg_tensor *y = tg_function_apply(&identity, in, 1, NULL);
+    cr_assert_null(tg_ctx_data(y->grad_fn), "identity asked for no data");
+    tg_release(y);
     tg_release(x);
 }

@@ -1,10 +1,12 @@
 /*
  * autograd/ops/activation.c - the activation functions: tanh, sigmoid,
- * relu and gelu (exact and tanh-approximated).
+ * relu and gelu (exact and tanh-approximated), forward and backward.
  *
- * Forward only so far; each op is one loop per compute dtype run through
- * tg_unary_apply. Not here: softmax and log_softmax (softmax.c, they
- * reduce over a dim) and the plain maths functions (unary.c).
+ * Each forward is one loop per compute dtype run through tg_unary_apply.
+ * tanh, sigmoid and relu differentiate through their output (saved), gelu
+ * through its input with a loop of its own. Not here: softmax and
+ * log_softmax (softmax.c, they reduce over a dim) and the plain maths
+ * functions (unary.c).
  *
  * Dtypes: relu keeps int64; tanh, sigmoid and gelu turn int64 into float32
  * first, as torch.tanh does (PyTorch has no int64 gelu at all).
@@ -12,13 +14,24 @@
  * The formulas are arranged so that no input, however large, gives NaN
  * where the true value is finite: see sigmoid and the gelu tails below.
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <math.h>
 
 static const double SQRT1_2 = 0.70710678118654752440;       // 1 / sqrt(2)
 static const double SQRT_2_OVER_PI = 0.79788456080286535588; // sqrt(2 / pi)
+static const double RSQRT_2PI = 0.39894228040143267794;      // 1 / sqrt(2 pi)
+
+/* Records op for out = f(x) with out saved: the derivatives of tanh,
+ * sigmoid and relu are simplest in terms of their output. */
+static tg_tensor *record_saving_out(const tg_op *op, tg_tensor *out,
+                                    const tg_tensor *x)
+{
+    tg_node *node = tg_record(op, &out, TG_INPUTS(x));
+    if (node)
+        tg_node_save(node, out);
+    return out;
+}
 
 /* --------------------------------------------------------------- tanh */
 /* out = tanh(x) = (e^x - e^-x) / (e^x + e^-x), saturating to +-1. */
@@ -27,9 +40,24 @@ TG_UNARY_LOOP(tanh_f64, double, double, tanh(a))
 static const tg_elementwise_kernel tanh_kernel = {tanh_f32, tanh_f64, NULL,
                                                   false};
 
+/* forward: out = tanh(x), so dx = g * (1 - tanh(x)^2) = g * (1 - out^2).
+ * saved: out */
+static int tanh_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    const tg_tensor *out = tg_node_saved(node, 0);
+    tg_tensor *sq = tg_mul(out, out);
+    tg_tensor *slope = tg_rsub_scalar(sq, 1.0);
+    grads[0] = tg_mul(g, slope);
+    tg_release(sq);
+    tg_release(slope);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op tanh_op = {"TanhBackward0", tanh_backward, 0};
+
 tg_tensor *tg_tanh(const tg_tensor *x)
 {
-    return tg_unary_apply("tg_tanh", &tanh_kernel, x, NULL);
+    return record_saving_out(
+        &tanh_op, tg_unary_apply("tg_tanh", &tanh_kernel, x, NULL), x);
 }
 
 /* ------------------------------------------------------------ sigmoid */
@@ -60,9 +88,26 @@ TG_UNARY_LOOP(sigmoid_f64, double, double, sigmoid_d(a))
 static const tg_elementwise_kernel sigmoid_kernel = {sigmoid_f32, sigmoid_f64,
                                                      NULL, false};
 
+/* forward: out = 1 / (1 + e^-x), so dx = g * out * (1 - out), computed
+ * as PyTorch's g * (1 - out) * out. saved: out */
+static int sigmoid_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    const tg_tensor *out = tg_node_saved(node, 0);
+    tg_tensor *rest = tg_rsub_scalar(out, 1.0);
+    tg_tensor *gr = tg_mul(g, rest);
+    grads[0] = tg_mul(gr, out);
+    tg_release(rest);
+    tg_release(gr);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op sigmoid_op = {"SigmoidBackward0", sigmoid_backward, 0};
+
 tg_tensor *tg_sigmoid(const tg_tensor *x)
 {
-    return tg_unary_apply("tg_sigmoid", &sigmoid_kernel, x, NULL);
+    return record_saving_out(
+        &sigmoid_op, tg_unary_apply("tg_sigmoid", &sigmoid_kernel, x, NULL),
+        x);
 }
 
 /* --------------------------------------------------------------- relu */
@@ -74,9 +119,26 @@ TG_UNARY_LOOP(relu_i64, int64_t, int64_t, a < 0 ? 0 : a)
 static const tg_elementwise_kernel relu_kernel = {relu_f32, relu_f64,
                                                   relu_i64, false};
 
+/* forward: out = max(x, 0), so dx = g where out > 0 and 0 elsewhere:
+ * relu'(0) = 0, the subgradient PyTorch picks. Written as PyTorch's
+ * threshold_backward, out <= 0 ? 0 : g, so a NaN input passes g on (NaN
+ * <= 0 is false) and an infinite g stays out of the zeroed places (no
+ * 0 * inf). saved: out */
+static int relu_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    tg_tensor *off = tg_le_scalar(tg_node_saved(node, 0), 0.0);
+    tg_tensor *zero = tg_scalar(0.0, g->dtype);
+    grads[0] = tg_where(off, zero, g);
+    tg_release(off);
+    tg_release(zero);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op relu_op = {"ReluBackward0", relu_backward, 0};
+
 tg_tensor *tg_relu(const tg_tensor *x)
 {
-    return tg_unary_apply("tg_relu", &relu_kernel, x, NULL);
+    return record_saving_out(
+        &relu_op, tg_unary_apply("tg_relu", &relu_kernel, x, NULL), x);
 }
 
 /* --------------------------------------------------------------- gelu */
@@ -114,19 +176,87 @@ static const tg_elementwise_kernel gelu_exact_kernel = {
 static const tg_elementwise_kernel gelu_tanh_kernel = {
     gelu_tanh_f32, gelu_tanh_f64, NULL, false};
 
+/* forward (exact): out = x * Phi(x), so
+ *   dx = g * (Phi(x) + x * phi(x)),  phi(x) = e^(-x^2/2) / sqrt(2 pi)
+ * forward (tanh): out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + k x^3),
+ * k = 0.044715, so with t = tanh(u)
+ *   dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 k x^2))
+ * These are PyTorch's GeluBackward0 formulas. As in the forward, the
+ * cancelling sums are rewritten: Phi(x) = 0.5 erfc(-x / sqrt 2), and with
+ * s = 1 / (1 + e^(-2u)) (so 0.5 (1 + t) = s and 1 - t^2 = 4 s (1 - s))
+ *   dx = g * (s + 2 x s (1 - s) sqrt(2/pi) (1 + 3 k x^2)),
+ * where s and 1 - s are both formed without a subtraction. float32 inputs
+ * are evaluated in double and rounded once.
+ * saved: x; ctx: the approximation */
+static double gelu_exact_slope(double x)
+{
+    return 0.5 * erfc(-x * SQRT1_2) + x * exp(-0.5 * x * x) * RSQRT_2PI;
+}
+
+static double gelu_tanh_slope(double x)
+{
+    double u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
+    double s, s1; // s = 1 / (1 + e^(-2u)) and s1 = 1 - s
+    if (u >= 0) {
+        double e = exp(-2.0 * u);
+        s = 1.0 / (1.0 + e);
+        s1 = e / (1.0 + e);
+    } else {
+        double e = exp(2.0 * u);
+        s = e / (1.0 + e);
+        s1 = 1.0 / (1.0 + e);
+    }
+    double du = SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x);
+    return s + 2.0 * x * s * s1 * du;
+}
+
+TG_UNARY_LOOP(gelu_exact_slope_f32, float, float,
+              gelu_exact_slope((double)a))
+TG_UNARY_LOOP(gelu_exact_slope_f64, double, double, gelu_exact_slope(a))
+TG_UNARY_LOOP(gelu_tanh_slope_f32, float, float, gelu_tanh_slope((double)a))
+TG_UNARY_LOOP(gelu_tanh_slope_f64, double, double, gelu_tanh_slope(a))
+static const tg_elementwise_kernel gelu_exact_slope_kernel = {
+    gelu_exact_slope_f32, gelu_exact_slope_f64, NULL, false};
+static const tg_elementwise_kernel gelu_tanh_slope_kernel = {
+    gelu_tanh_slope_f32, gelu_tanh_slope_f64, NULL, false};
+
+typedef struct gelu_ctx {
+    tg_gelu_approx approx;
+} gelu_ctx;
+
+static int gelu_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    bool exact = ((gelu_ctx *)tg_node_ctx(node))->approx == TG_GELU_EXACT;
+    tg_tensor *slope = tg_unary_apply(
+        "tg_gelu", exact ? &gelu_exact_slope_kernel : &gelu_tanh_slope_kernel,
+        tg_node_saved(node, 0), NULL);
+    grads[0] = tg_mul(g, slope);
+    tg_release(slope);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op gelu_op = {"GeluBackward0", gelu_backward,
+                              sizeof(gelu_ctx)};
+
 tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approx approx)
 {
     if (!x)
         return NULL;
-    switch (approx) {
-    case TG_GELU_EXACT:
-        return tg_unary_apply("tg_gelu", &gelu_exact_kernel, x, NULL);
-    case TG_GELU_TANH:
-        return tg_unary_apply("tg_gelu", &gelu_tanh_kernel, x, NULL);
+    if (approx != TG_GELU_EXACT && approx != TG_GELU_TANH) {
+        tg_error("tg_gelu",
+                 "unknown approximation %d\n"
+                 "  rule: approx must be TG_GELU_EXACT (%d) or TG_GELU_TANH "
+                 "(%d)",
+                 (int)approx, (int)TG_GELU_EXACT, (int)TG_GELU_TANH);
+        return NULL;
     }
-    tg_error("tg_gelu",
-             "unknown approximation %d\n"
-             "  rule: approx must be TG_GELU_EXACT (%d) or TG_GELU_TANH (%d)",
-             (int)approx, (int)TG_GELU_EXACT, (int)TG_GELU_TANH);
-    return NULL;
+    tg_tensor *out = tg_unary_apply(
+        "tg_gelu",
+        approx == TG_GELU_EXACT ? &gelu_exact_kernel : &gelu_tanh_kernel, x,
+        NULL);
+    tg_node *node = tg_record(&gelu_op, &out, TG_INPUTS(x));
+    if (node) {
+        tg_node_save(node, x);
+        ((gelu_ctx *)tg_node_ctx(node))->approx = approx;
+    }
+    return out;
 }

@@ -7,6 +7,14 @@
  * TG_BINARY_LOOP gives them a contiguous branch that the compiler
  * vectorises. Every backward gets dL/dout with out's (broadcast) shape and
  * sums it back to each operand's shape with tg_sum_to_shape.
+ *
+ * The _scalar forms (and rsub) call the tensor op with a 0-d tensor that
+ * needs no gradient (tg_scalar_apply), so they record the tensor op's node:
+ * x - 2 is SubBackward0 and 2 - x too (PyTorch names the latter
+ * RsubBackward1). pow_scalar is the exception: it records its own
+ * PowBackward0, as PyTorch's x ** 2 does, and tg_pow records PowBackward1.
+ *
+ * Not here: the comparisons, where and clamp (compare.c).
  */
 #include "../internal.h"
 
@@ -58,9 +66,28 @@ TG_BINARY_LOOP(sub_i64, int64_t, int64_t, (int64_t)((uint64_t)a - (uint64_t)b))
 static const tg_elementwise_kernel sub_kernel = {sub_f32, sub_f64, sub_i64,
                                                  false};
 
+/* forward: out = a - b, so da = g and db = -g (each summed over its
+ * broadcast dims). saved: nothing */
+static int sub_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    if (tg_node_needs_grad(node, 0) && !(grads[0] = to_input(node, g, 0)))
+        return -1;
+    if (tg_node_needs_grad(node, 1)) {
+        tg_tensor *gb = to_input(node, g, 1);
+        grads[1] = tg_neg(gb);
+        tg_release(gb);
+        if (!grads[1])
+            return -1;
+    }
+    return 0;
+}
+static const tg_op sub_op = {"SubBackward0", sub_backward, 0};
+
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_sub", &sub_kernel, a, b, NULL);
+    tg_tensor *out = tg_binary_apply("tg_sub", &sub_kernel, a, b, NULL);
+    tg_record(&sub_op, &out, TG_INPUTS(a, b));
+    return out;
 }
 
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s)
@@ -122,9 +149,47 @@ TG_BINARY_LOOP(div_f64, double, double, a / b)
 static const tg_elementwise_kernel div_kernel = {div_f32, div_f64, NULL,
                                                  false};
 
+/* forward: out = a / b, so
+ *   da = g / b
+ *   db = -g * a / b^2 = -g * out / b   (PyTorch's -g * ((a / b) / b))
+ * each summed over its broadcast dims. saved: b, and out when b needs a
+ * gradient */
+static int div_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    const tg_tensor *b = tg_node_saved(node, 0);
+    if (tg_node_needs_grad(node, 0)) {
+        tg_tensor *full = tg_div(g, b);
+        grads[0] = to_input(node, full, 0);
+        tg_release(full);
+        if (!grads[0])
+            return -1;
+    }
+    if (tg_node_needs_grad(node, 1)) {
+        const tg_tensor *out = tg_node_saved(node, 1);
+        tg_tensor *q = tg_div(out, b);
+        tg_tensor *gq = tg_mul(g, q);
+        tg_tensor *full = tg_neg(gq);
+        grads[1] = to_input(node, full, 1);
+        tg_release(q);
+        tg_release(gq);
+        tg_release(full);
+        if (!grads[1])
+            return -1;
+    }
+    return 0;
+}
+static const tg_op div_op = {"DivBackward0", div_backward, 0};
+
 tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_div", &div_kernel, a, b, NULL);
+    tg_tensor *out = tg_binary_apply("tg_div", &div_kernel, a, b, NULL);
+    tg_node *node = tg_record(&div_op, &out, TG_INPUTS(a, b));
+    if (node) {
+        tg_node_save(node, b);
+        if (tg_node_needs_grad(node, 1))
+            tg_node_save(node, out);
+    }
+    return out;
 }
 
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s)
@@ -164,6 +229,64 @@ static int64_t first_negative_int(const tg_tensor *t)
     return -1;
 }
 
+/* forward: out = a ** b, so
+ *   da = g * b * a^(b - 1), and 0 where b == 0
+ *   db = g * out * ln(a),   and 0 where a == 0 and b >= 0
+ * each summed over its broadcast dims. The two zeros are PyTorch's
+ * conventions (PowBackward1): a^0 is the constant 1 even at a = 0, where
+ * the formula would give 0 * 0^-1 = NaN; and a^b ln a -> 0 as a -> 0+ for
+ * b > 0, where the formula gives 0 * -inf = NaN. Elsewhere the formulas
+ * stand: at a = 0, da is +-inf for 0 < b < 1 or b < 0, db is -inf for
+ * b < 0; a < 0 gives NaN in db (and in da for fractional b).
+ * saved: a, b, and out when b needs a gradient */
+static int pow_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    const tg_tensor *a = tg_node_saved(node, 0);
+    const tg_tensor *b = tg_node_saved(node, 1);
+    tg_tensor *zero = tg_scalar(0.0, g->dtype);
+    int rc = 0;
+    if (tg_node_needs_grad(node, 0)) {
+        tg_tensor *bm1 = tg_sub_scalar(b, 1.0);
+        tg_tensor *p = tg_pow(a, bm1);
+        tg_tensor *slope = tg_mul(b, p);
+        tg_tensor *gs = tg_mul(g, slope);
+        tg_tensor *b0 = tg_eq_scalar(b, 0.0);
+        tg_tensor *full = tg_where(b0, zero, gs);
+        grads[0] = to_input(node, full, 0);
+        tg_release(bm1);
+        tg_release(p);
+        tg_release(slope);
+        tg_release(gs);
+        tg_release(b0);
+        tg_release(full);
+        if (!grads[0])
+            rc = -1;
+    }
+    if (rc == 0 && tg_node_needs_grad(node, 1)) {
+        const tg_tensor *out = tg_node_saved(node, 2);
+        tg_tensor *ln = tg_log(a);
+        tg_tensor *slope = tg_mul(out, ln);
+        tg_tensor *a0 = tg_eq_scalar(a, 0.0);
+        tg_tensor *bpos = tg_ge_scalar(b, 0.0);
+        tg_tensor *limit = tg_mul(a0, bpos); // int64 0/1: a == 0 and b >= 0
+        tg_tensor *safe = tg_where(limit, zero, slope);
+        tg_tensor *full = tg_mul(g, safe);
+        grads[1] = to_input(node, full, 1);
+        tg_release(ln);
+        tg_release(slope);
+        tg_release(a0);
+        tg_release(bpos);
+        tg_release(limit);
+        tg_release(safe);
+        tg_release(full);
+        if (!grads[1])
+            rc = -1;
+    }
+    tg_release(zero);
+    return rc;
+}
+static const tg_op pow_op = {"PowBackward1", pow_backward, 0};
+
 tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
 {
     if (!a || !b)
@@ -186,12 +309,57 @@ tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
                  tg_read_flat(b, at), (long long)at);
         return NULL;
     }
-    return tg_binary_apply("tg_pow", &pow_kernel, a, b, NULL);
+    tg_tensor *out = tg_binary_apply("tg_pow", &pow_kernel, a, b, NULL);
+    tg_node *node = tg_record(&pow_op, &out, TG_INPUTS(a, b));
+    if (node) {
+        tg_node_save(node, a);
+        tg_node_save(node, b);
+        if (tg_node_needs_grad(node, 1))
+            tg_node_save(node, out);
+    }
+    return out;
 }
+
+/* forward: out = a ** exponent (a C double), so
+ *   da = g * exponent * a^(exponent - 1), and 0 when exponent == 0
+ * (PyTorch's PowBackward0: x ** 0 is the constant 1). saved: a;
+ * ctx: exponent */
+typedef struct pow_scalar_ctx {
+    double exponent;
+} pow_scalar_ctx;
+
+static int pow_scalar_backward(tg_node *node, const tg_tensor *g,
+                               tg_tensor **grads)
+{
+    const tg_tensor *a = tg_node_saved(node, 0);
+    double e = ((pow_scalar_ctx *)tg_node_ctx(node))->exponent;
+    if (e == 0.0) {
+        grads[0] = tg_zeros_like(a);
+        return grads[0] ? 0 : -1;
+    }
+    tg_tensor *p = tg_pow_scalar(a, e - 1.0);
+    tg_tensor *slope = tg_mul_scalar(p, e);
+    grads[0] = tg_mul(g, slope);
+    tg_release(p);
+    tg_release(slope);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op pow_scalar_op = {"PowBackward0", pow_scalar_backward,
+                                    sizeof(pow_scalar_ctx)};
 
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent)
 {
-    return tg_scalar_apply(tg_pow, a, exponent, false);
+    /* tg_pow would record PowBackward1 with the 0-d exponent as input 1;
+     * this op records its own node instead. */
+    tg_no_grad_begin();
+    tg_tensor *out = tg_scalar_apply(tg_pow, a, exponent, false);
+    tg_no_grad_end();
+    tg_node *node = tg_record(&pow_scalar_op, &out, TG_INPUTS(a));
+    if (node) {
+        tg_node_save(node, a);
+        ((pow_scalar_ctx *)tg_node_ctx(node))->exponent = exponent;
+    }
+    return out;
 }
 
 /* ------------------------------------------------------ maximum, minimum */
@@ -210,12 +378,79 @@ static const tg_elementwise_kernel maximum_kernel = {
 static const tg_elementwise_kernel minimum_kernel = {
     minimum_f32, minimum_f64, minimum_i64, false};
 
+/* forward: out = max(a, b) (or min(a, b)), so the gradient goes to the
+ * operand that was chosen:
+ *   da = g where a wins, g / 2 where a == b, 0 where a loses
+ * and db the mirror image, each summed over its broadcast dims. a wins
+ * maximum where a > b, minimum where a < b. Ties split the gradient
+ * evenly, as PyTorch's MaximumBackward0; where a or b is NaN no comparison
+ * holds, so (as in PyTorch) both operands get the whole g.
+ * saved: a, b */
+static int extremum_backward(tg_node *node, const tg_tensor *g,
+                             tg_tensor **grads, bool is_max)
+{
+    const tg_tensor *a = tg_node_saved(node, 0);
+    const tg_tensor *b = tg_node_saved(node, 1);
+    tg_tensor *tie = tg_eq(a, b);
+    tg_tensor *half = tg_mul_scalar(g, 0.5);
+    tg_tensor *shared = tg_where(tie, half, g);
+    tg_tensor *zero = tg_scalar(0.0, g->dtype);
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (!tg_node_needs_grad(node, i))
+            continue;
+        const tg_tensor *mine = i == 0 ? a : b, *other = i == 0 ? b : a;
+        tg_tensor *loses = is_max ? tg_lt(mine, other) : tg_gt(mine, other);
+        tg_tensor *full = tg_where(loses, zero, shared);
+        grads[i] = to_input(node, full, i);
+        tg_release(loses);
+        tg_release(full);
+        if (!grads[i])
+            rc = -1;
+    }
+    tg_release(tie);
+    tg_release(half);
+    tg_release(shared);
+    tg_release(zero);
+    return rc;
+}
+
+static int maximum_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    return extremum_backward(node, g, grads, true);
+}
+
+static int minimum_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    return extremum_backward(node, g, grads, false);
+}
+static const tg_op maximum_op = {"MaximumBackward0", maximum_backward, 0};
+static const tg_op minimum_op = {"MinimumBackward0", minimum_backward, 0};
+
+/* Records op with a and b saved. */
+static tg_tensor *record_extremum(const tg_op *op, tg_tensor *out,
+                                  const tg_tensor *a, const tg_tensor *b)
+{
+    tg_node *node = tg_record(op, &out, TG_INPUTS(a, b));
+    if (node) {
+        tg_node_save(node, a);
+        tg_node_save(node, b);
+    }
+    return out;
+}
+
 tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_maximum", &maximum_kernel, a, b, NULL);
+    return record_extremum(
+        &maximum_op,
+        tg_binary_apply("tg_maximum", &maximum_kernel, a, b, NULL), a, b);
 }
 
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b)
 {
-    return tg_binary_apply("tg_minimum", &minimum_kernel, a, b, NULL);
+    return record_extremum(
+        &minimum_op,
+        tg_binary_apply("tg_minimum", &minimum_kernel, a, b, NULL), a, b);
 }

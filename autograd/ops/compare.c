@@ -1,18 +1,17 @@
 /*
  * autograd/ops/compare.c - comparisons (eq, ne, lt, le, gt, ge and their
- * scalar forms), where and clamp.
+ * scalar forms), where and clamp, with the backward of where and clamp.
  *
- * Forward only. Comparisons are not differentiable and give int64 0/1
- * tensors (tapegrad has no bool dtype). where and clamp pass values
- * through, so their gradients (when the tape learns them) route the output
- * gradient to the chosen input.
+ * Comparisons are not differentiable and give int64 0/1 tensors (tapegrad
+ * has no bool dtype), which the tape never records. where and clamp pass
+ * values through, so their backward routes the output gradient to the
+ * input each value came from, and zeros elsewhere.
  *
  * Comparisons promote their operands to the common dtype first, exactly as
  * the arithmetic ops do: int64 16777217 == float32 16777216 is true, since
  * the int64 becomes that float32 (as in PyTorch).
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <math.h>
 
@@ -31,7 +30,7 @@
     }                                                                       \
     tg_tensor *tg_##op##_scalar(const tg_tensor *a, double s)               \
     {                                                                       \
-        return tg_scalar_apply(tg_##op, a, s, false);                                  \
+        return tg_scalar_apply(tg_##op, a, s, false);                       \
     }
 
 TG_COMPARE_OP(eq, a == b)
@@ -100,6 +99,34 @@ static int broadcast3(const tg_tensor *c, const tg_tensor *a,
     return 0;
 }
 
+/* forward: out = cond ? a : b, so
+ *   da = g where cond, 0 elsewhere;  db = 0 where cond, g elsewhere
+ * each summed over its broadcast dims (as PyTorch's WhereBackward0); cond
+ * gets no gradient and is not an input of the node. saved: mask, the
+ * int64 0/1 form of cond */
+static int where_backward(tg_node *node, const tg_tensor *g,
+                          tg_tensor **grads)
+{
+    const tg_tensor *mask = tg_node_saved(node, 0);
+    tg_tensor *zero = tg_scalar(0.0, g->dtype);
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (!tg_node_needs_grad(node, i))
+            continue;
+        tg_tensor *full = i == 0 ? tg_where(mask, g, zero)
+                                 : tg_where(mask, zero, g);
+        int ndim;
+        const int64_t *shape = tg_node_input_shape(node, i, &ndim);
+        grads[i] = tg_sum_to_shape(full, shape, ndim);
+        tg_release(full);
+        if (!grads[i])
+            rc = -1;
+    }
+    tg_release(zero);
+    return rc;
+}
+static const tg_op where_op = {"WhereBackward0", where_backward, 0};
+
 tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a,
                     const tg_tensor *b)
 {
@@ -126,6 +153,9 @@ tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a,
         tg_iter_init(&it, shape, ndim, 4, ops);
         tg_iter_run(&it, loop, NULL);
     }
+    tg_node *node = tg_record(&where_op, &out, TG_INPUTS(a, b));
+    if (node)
+        tg_node_save(node, mask);
     tg_release(mask);
     tg_release(ia);
     tg_release(ib);
@@ -188,6 +218,46 @@ static int64_t int_bound(double v)
     return (int64_t)v;
 }
 
+/* forward: out = min(max(x, lo), hi), so dx = g where lo <= x <= hi and
+ * 0 elsewhere. At a bound the gradient passes (PyTorch's subgradient 1);
+ * for a NaN x, or everywhere when lo > hi, it does not (the comparisons
+ * fail), as PyTorch's ClampBackward1. An open side (-INFINITY / INFINITY)
+ * holds for every number. saved: x; ctx: lo, hi */
+typedef struct clamp_ctx {
+    double lo, hi;
+} clamp_ctx;
+
+static int clamp_backward(tg_node *node, const tg_tensor *g,
+                          tg_tensor **grads)
+{
+    const tg_tensor *x = tg_node_saved(node, 0);
+    const clamp_ctx *c = tg_node_ctx(node);
+    tg_tensor *above = tg_ge_scalar(x, c->lo);
+    tg_tensor *below = tg_le_scalar(x, c->hi);
+    tg_tensor *inside = tg_mul(above, below); // int64 0/1: lo <= x <= hi
+    tg_tensor *zero = tg_scalar(0.0, g->dtype);
+    grads[0] = tg_where(inside, g, zero);
+    tg_release(above);
+    tg_release(below);
+    tg_release(inside);
+    tg_release(zero);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op clamp_op = {"ClampBackward1", clamp_backward,
+                               sizeof(clamp_ctx)};
+
+/* Records clamp_op for out = clamp(x, lo, hi). */
+static tg_tensor *record_clamp(tg_tensor *out, const tg_tensor *x, double lo,
+                               double hi)
+{
+    tg_node *node = tg_record(&clamp_op, &out, TG_INPUTS(x));
+    if (node) {
+        tg_node_save(node, x);
+        *(clamp_ctx *)tg_node_ctx(node) = (clamp_ctx){lo, hi};
+    }
+    return out;
+}
+
 tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi)
 {
     if (!x)
@@ -209,5 +279,7 @@ tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi)
         return tg_unary_apply("tg_clamp", &clamp_kernel, x, bounds);
     }
     double bounds[2] = {lo, hi};
-    return tg_unary_apply("tg_clamp", &clamp_float_kernel, x, bounds);
+    return record_clamp(
+        tg_unary_apply("tg_clamp", &clamp_float_kernel, x, bounds), x, lo,
+        hi);
 }

@@ -1,7 +1,8 @@
 /*
  * autograd/ops/view.c - the ops that change how a tensor's elements are
  * addressed without moving them: reshape, view, permute, transpose,
- * squeeze, unsqueeze, expand, broadcast_to, narrow, slice and select.
+ * squeeze, unsqueeze, expand, broadcast_to, narrow, slice and select,
+ * forward and backward.
  *
  * Every op here computes a new (shape, strides, offset) over x's storage and
  * returns a tensor sharing that storage (tg_view_make), exactly as PyTorch
@@ -9,16 +10,21 @@
  * tg_reshape, which copies when no strides can describe the new shape.
  * Copies proper (tg_contiguous, tg_clone, tg_to_dtype) are in copy.c.
  *
- * Forward only so far; the backward of each view is the inverse re-indexing
- * of the output gradient (reshape back, permute back, sum over expanded
- * dims, scatter into a zero tensor for narrow/slice/select).
+ * Backward: a view moves no values, so dL/dx is dL/dout re-indexed the
+ * other way: cut back into x's shape (reshape, view, squeeze, unsqueeze),
+ * permuted back (permute, transpose), summed over the dims that expand
+ * repeated (expand, broadcast_to), or written into a zero tensor of x's
+ * shape at the positions that were picked (narrow, slice, select: the
+ * other elements of x did not reach out, so their gradient is 0). No view
+ * saves a tensor: the gradient depends on the layout only, never on
+ * values. (An op that saves a view does keep x's storage, whose version
+ * counter then catches a later in-place write to x.)
  *
  * Layout reminder: element (i_0, ..., i_{n-1}) of x lives at
  *     offset + sum_d i_d * strides[d]
  * in the storage, counted in elements.
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -205,6 +211,34 @@ static bool compute_strides(const tg_tensor *x, const int64_t *newshape,
     return view_d == -1;
 }
 
+/* The backward shared by the ops that only regroup x's elements in C order
+ * (reshape, view, squeeze, unsqueeze): out holds x's elements in the same
+ * order under another shape, so dL/dx is g in the same order under x's
+ * shape: dx = reshape(g, x.shape). g may be any layout; tg_reshape copies
+ * it when it must. */
+static int regroup_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, 0, &ndim);
+    if (tg_node_needs_grad(node, 0) &&
+        !(grads[0] = tg_reshape(g, shape, ndim)))
+        return -1;
+    return 0;
+}
+
+/* forward: out = reshape(x, shape) (a view, or a view of a copy), so
+ * dx = reshape(g, x.shape). PyTorch 1.13 names the view case
+ * ReshapeAliasBackward0 and the copy case UnsafeViewBackward0 (after a
+ * CloneBackward0 node; here the copy is part of the one node). Saved:
+ * nothing. */
+static const tg_op reshape_alias_op = {"ReshapeAliasBackward0",
+                                       regroup_backward, 0};
+static const tg_op reshape_copy_op = {"UnsafeViewBackward0",
+                                      regroup_backward, 0};
+/* forward: out = view(x, shape), so dx = reshape(g, x.shape). */
+static const tg_op view_op = {"ViewBackward0", regroup_backward, 0};
+
 /* reshape(x, shape): the same elements in the same C order, cut into new
  * dims. out[i_0..i_k] = x.flat[sum_d i_d * prod(shape[d+1:])]. A view when
  * compute_strides finds strides, else a contiguous copy. */
@@ -216,8 +250,12 @@ tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim)
     if (!tg_shape_arg_ok("tg_reshape", shape, ndim) ||
         !infer_shape("tg_reshape", x, shape, ndim, newshape))
         return NULL;
-    if (compute_strides(x, newshape, ndim, newstrides))
-        return tg_view_make(x, newshape, newstrides, ndim, x->offset);
+    if (compute_strides(x, newshape, ndim, newstrides)) {
+        tg_tensor *out =
+            tg_view_make(x, newshape, newstrides, ndim, x->offset);
+        tg_record(&reshape_alias_op, &out, TG_INPUTS(x));
+        return out;
+    }
     /* No strides exist: copy into C order, then view the copy. */
     tg_tensor *copy = tg_contiguous_as(x, x->dtype);
     if (!copy)
@@ -226,6 +264,7 @@ tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim)
     tg_tensor *out =
         tg_view_make(copy, newshape, newstrides, ndim, copy->offset);
     tg_release(copy);
+    tg_record(&reshape_copy_op, &out, TG_INPUTS(x));
     return out;
 }
 
@@ -254,10 +293,35 @@ tg_tensor *tg_view(const tg_tensor *x, const int64_t *shape, int ndim)
                  tg_shape_format(newshape, ndim, s3));
         return NULL;
     }
-    return tg_view_make(x, newshape, newstrides, ndim, x->offset);
+    tg_tensor *out = tg_view_make(x, newshape, newstrides, ndim, x->offset);
+    tg_record(&view_op, &out, TG_INPUTS(x));
+    return out;
 }
 
 /* --------------------------------------------------- permute, transpose */
+
+/* The dims of a permute, normalised to [0, ndim). */
+typedef struct permute_ctx {
+    int dims[TG_MAX_DIMS]; // (ndim,)
+} permute_ctx;
+
+/* forward: out = permute(x, dims), i.e. out's dim i is x's dim dims[i],
+ * so dx = permute(g, inverse) where inverse[dims[i]] = i puts each dim of
+ * g back where it came from. Saved: dims (ctx). */
+static int permute_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    const permute_ctx *c = tg_node_ctx(node);
+    int inverse[TG_MAX_DIMS];
+    for (int i = 0; i < g->ndim; i++)
+        inverse[c->dims[i]] = i;
+    if (tg_node_needs_grad(node, 0) &&
+        !(grads[0] = tg_permute(g, inverse, g->ndim)))
+        return -1;
+    return 0;
+}
+static const tg_op permute_op = {"PermuteBackward0", permute_backward,
+                                 sizeof(permute_ctx)};
 
 /* permute(x, dims): out.shape[i] = x.shape[dims[i]], and
  * out[i_0..i_k] = x[j] with j[dims[i]] = i_i. Only the strides move:
@@ -283,7 +347,9 @@ tg_tensor *tg_permute(const tg_tensor *x, const int *dims, int ndims)
                  ndims, tg_shape_str(x, s1), x->ndim);
         return NULL;
     }
-    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+    /* Zeroed: with ndims 0 (a 0-d x) the loop writes nothing. */
+    int64_t shape[TG_MAX_DIMS] = {0}, strides[TG_MAX_DIMS] = {0};
+    int normal[TG_MAX_DIMS]; // dims in [0, ndim)
     bool seen[TG_MAX_DIMS] = {false};
     for (int i = 0; i < ndims; i++) {
         int d = tg_dim_normalize("tg_permute", dims[i], x->ndim);
@@ -299,11 +365,38 @@ tg_tensor *tg_permute(const tg_tensor *x, const int *dims, int ndims)
             return NULL;
         }
         seen[d] = true;
+        normal[i] = d;
         shape[i] = x->shape[d];
         strides[i] = x->strides[d];
     }
-    return tg_view_make(x, shape, strides, ndims, x->offset);
+    tg_tensor *out = tg_view_make(x, shape, strides, ndims, x->offset);
+    tg_node *node = tg_record(&permute_op, &out, TG_INPUTS(x));
+    if (node) {
+        permute_ctx *c = tg_node_ctx(node);
+        for (int i = 0; i < ndims; i++)
+            c->dims[i] = normal[i];
+    }
+    return out;
 }
+
+/* The two dims a transpose swapped, normalised. */
+typedef struct transpose_ctx {
+    int dim0, dim1;
+} transpose_ctx;
+
+/* forward: out = transpose(x, a, b), a swap, which is its own inverse: so
+ * dx = transpose(g, a, b). Saved: a, b (ctx). */
+static int transpose_backward(tg_node *node, const tg_tensor *g,
+                              tg_tensor **grads)
+{
+    const transpose_ctx *c = tg_node_ctx(node);
+    if (tg_node_needs_grad(node, 0) &&
+        !(grads[0] = tg_transpose(g, c->dim0, c->dim1)))
+        return -1;
+    return 0;
+}
+static const tg_op transpose_op = {"TransposeBackward0", transpose_backward,
+                                   sizeof(transpose_ctx)};
 
 /* transpose(x, a, b): permute with dims a and b swapped. */
 tg_tensor *tg_transpose(const tg_tensor *x, int dim0, int dim1)
@@ -314,16 +407,26 @@ tg_tensor *tg_transpose(const tg_tensor *x, int dim0, int dim1)
     int b = a < 0 ? -1 : tg_dim_normalize("tg_transpose", dim1, x->ndim);
     if (b < 0)
         return NULL;
-    if (x->ndim == 0) // dims 0 and -1 both name the scalar itself
-        return alias(x);
-    int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    memcpy(strides, x->strides, sizeof strides);
-    shape[a] = x->shape[b];
-    shape[b] = x->shape[a];
-    strides[a] = x->strides[b];
-    strides[b] = x->strides[a];
-    return tg_view_make(x, shape, strides, x->ndim, x->offset);
+    tg_tensor *out;
+    if (x->ndim == 0) { // dims 0 and -1 both name the scalar itself
+        out = alias(x);
+    } else {
+        int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
+        memcpy(shape, x->shape, sizeof shape);
+        memcpy(strides, x->strides, sizeof strides);
+        shape[a] = x->shape[b];
+        shape[b] = x->shape[a];
+        strides[a] = x->strides[b];
+        strides[b] = x->strides[a];
+        out = tg_view_make(x, shape, strides, x->ndim, x->offset);
+    }
+    tg_node *node = tg_record(&transpose_op, &out, TG_INPUTS(x));
+    if (node) {
+        transpose_ctx *c = tg_node_ctx(node);
+        c->dim0 = a;
+        c->dim1 = b;
+    }
+    return out;
 }
 
 /* -------------------------------------------------- squeeze, unsqueeze */
@@ -343,6 +446,15 @@ static tg_tensor *drop_dim(const tg_tensor *x, int d, int64_t offset)
     return tg_view_make(x, shape, strides, n, offset);
 }
 
+/* forward: out = squeeze(x, dim) drops a size-1 dim (or is x unchanged),
+ * so dx = reshape(g, x.shape) puts it back. Saved: nothing. PyTorch calls
+ * the one-dim form SqueezeBackward1 and the every-dim form
+ * SqueezeBackward0. */
+static const tg_op squeeze_dim_op = {"SqueezeBackward1", regroup_backward,
+                                     0};
+static const tg_op squeeze_all_op = {"SqueezeBackward0", regroup_backward,
+                                     0};
+
 /* squeeze(x, dim): drops dim when x.shape[dim] == 1, else x unchanged.
  * No address changes: a size-1 dim only ever has index 0. */
 tg_tensor *tg_squeeze(const tg_tensor *x, int dim)
@@ -352,9 +464,11 @@ tg_tensor *tg_squeeze(const tg_tensor *x, int dim)
     int d = tg_dim_normalize("tg_squeeze", dim, x->ndim);
     if (d < 0)
         return NULL;
-    if (x->ndim == 0 || x->shape[d] != 1)
-        return alias(x);
-    return drop_dim(x, d, x->offset);
+    tg_tensor *out = x->ndim == 0 || x->shape[d] != 1
+                         ? alias(x)
+                         : drop_dim(x, d, x->offset);
+    tg_record(&squeeze_dim_op, &out, TG_INPUTS(x));
+    return out;
 }
 
 /* squeeze(x): drops every size-1 dim; (1, 3, 1) -> (3,), (1, 1) -> (). */
@@ -371,8 +485,15 @@ tg_tensor *tg_squeeze_all(const tg_tensor *x)
         strides[n] = x->strides[i];
         n++;
     }
-    return tg_view_make(x, shape, strides, n, x->offset);
+    tg_tensor *out = tg_view_make(x, shape, strides, n, x->offset);
+    tg_record(&squeeze_all_op, &out, TG_INPUTS(x));
+    return out;
 }
+
+/* forward: out = unsqueeze(x, dim) inserts a size-1 dim, so
+ * dx = reshape(g, x.shape) takes it out again. Saved: nothing. */
+static const tg_op unsqueeze_op = {"UnsqueezeBackward0", regroup_backward,
+                                   0};
 
 /* unsqueeze(x, dim): inserts a size-1 dim so that out.shape[dim] == 1;
  * dim is a position in the result, so it ranges over [-ndim-1, ndim]. Its
@@ -413,10 +534,29 @@ tg_tensor *tg_unsqueeze(const tg_tensor *x, int dim)
             j++;
         }
     }
-    return tg_view_make(x, shape, strides, n, x->offset);
+    tg_tensor *out = tg_view_make(x, shape, strides, n, x->offset);
+    tg_record(&unsqueeze_op, &out, TG_INPUTS(x));
+    return out;
 }
 
 /* --------------------------------------------------- expand, broadcast */
+
+/* forward: out = expand(x, shape), where every out[i] reads x[j(i)] and a
+ * grown or new dim maps many i to one j, so dx[j] = sum of g[i] over all i
+ * with j(i) = j: g summed over the new leading dims and, with keepdim, over
+ * the grown size-1 dims (tg_sum_to_shape). Saved: nothing (x's shape is on
+ * the node). tg_broadcast_to records the same node, as PyTorch. */
+static int expand_backward(tg_node *node, const tg_tensor *g,
+                           tg_tensor **grads)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, 0, &ndim);
+    if (tg_node_needs_grad(node, 0) &&
+        !(grads[0] = tg_sum_to_shape(g, shape, ndim)))
+        return -1;
+    return 0;
+}
+static const tg_op expand_op = {"ExpandBackward0", expand_backward, 0};
 
 /* The layout of x expanded to shape, as PyTorch's inferExpandGeometry.
  * Aligned from the right, each dim of x either keeps its size (its stride
@@ -495,7 +635,9 @@ static tg_tensor *expand_impl(const char *fn, const tg_tensor *x,
     /* Growing many size-1 dims can make the element count overflow. */
     if (tg_shape_check(fn, out_shape, ndim) < 0)
         return NULL;
-    return tg_view_make(x, out_shape, out_strides, ndim, x->offset);
+    tg_tensor *out = tg_view_make(x, out_shape, out_strides, ndim, x->offset);
+    tg_record(&expand_op, &out, TG_INPUTS(x));
+    return out;
 }
 
 /* expand(x, shape): out[i_0..i_k] = x[j] where, aligned from the right,
@@ -518,6 +660,66 @@ tg_tensor *tg_broadcast_to(const tg_tensor *x, const int64_t *shape,
 }
 
 /* ------------------------------------------------ narrow, slice, select */
+
+/* The region of x that narrow, slice or select picked, normalised: on dim,
+ * the indices start, start + step, ... below end (clamped, non-negative),
+ * and for select (drop) the one index start with the dim removed. */
+typedef struct region_ctx {
+    int dim;
+    int64_t start, end, step;
+    bool drop;
+} region_ctx;
+
+/* forward: out = x[..., start:end:step, ...] (or x[..., start, ...]), so
+ * each out element is one x element and every other x element did not
+ * reach out:
+ *     dx = zeros(x.shape);  dx[..., start:end:step, ...] = g
+ * written by taking the same view of a fresh zero tensor and copying g
+ * into it. Saved: the region (ctx). */
+static int region_backward(tg_node *node, const tg_tensor *g,
+                           tg_tensor **grads)
+{
+    if (!tg_node_needs_grad(node, 0))
+        return 0;
+    const region_ctx *c = tg_node_ctx(node);
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, 0, &ndim);
+    /* Backward runs with gradients off: dx and its view are not recorded. */
+    tg_tensor *dx = tg_zeros(shape, ndim, g->dtype);
+    tg_tensor *part = !dx      ? NULL
+                      : c->drop ? tg_select(dx, c->dim, c->start)
+                                : tg_slice(dx, c->dim, c->start, c->end,
+                                           c->step);
+    int rc = part ? tg_copy_(part, g) : -1;
+    tg_release(part);
+    if (rc < 0) {
+        tg_release(dx);
+        return -1;
+    }
+    grads[0] = dx;
+    return 0;
+}
+static const tg_op slice_op = {"SliceBackward0", region_backward,
+                               sizeof(region_ctx)};
+static const tg_op select_op = {"SelectBackward0", region_backward,
+                                sizeof(region_ctx)};
+
+/* Records op (slice_op or select_op) on out with its region. */
+static tg_tensor *record_region(const tg_op *op, tg_tensor *out,
+                                const tg_tensor *x, int dim, int64_t start,
+                                int64_t end, int64_t step)
+{
+    tg_node *node = tg_record(op, &out, TG_INPUTS(x));
+    if (node) {
+        region_ctx *c = tg_node_ctx(node);
+        c->dim = dim;
+        c->start = start;
+        c->end = end;
+        c->step = step;
+        c->drop = op == &select_op;
+    }
+    return out;
+}
 
 /* Checks that x has dims to index into; op names the operation. */
 static bool has_dims(const char *fn, const char *op, const tg_tensor *x)
@@ -560,8 +762,10 @@ tg_tensor *tg_narrow(const tg_tensor *x, int dim, int64_t start,
     int64_t shape[TG_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[d] = length;
-    return tg_view_make(x, shape, x->strides, x->ndim,
-                        x->offset + s * x->strides[d]);
+    tg_tensor *out = tg_view_make(x, shape, x->strides, x->ndim,
+                                  x->offset + s * x->strides[d]);
+    /* A narrow is the slice s:s+length (PyTorch records SliceBackward0). */
+    return record_region(&slice_op, out, x, d, s, s + length, 1);
 }
 
 /* slice(x, dim, start, end, step) = x[..., start:end:step, ...] with
@@ -608,8 +812,9 @@ tg_tensor *tg_slice(const tg_tensor *x, int dim, int64_t start, int64_t end,
     if (shape[d] > 1 ||
         (st >= -(TG_MAX_NUMEL / step) && st <= TG_MAX_NUMEL / step))
         strides[d] = st * step;
-    return tg_view_make(x, shape, strides, x->ndim,
-                        x->offset + start * x->strides[d]);
+    tg_tensor *out = tg_view_make(x, shape, strides, x->ndim,
+                                  x->offset + start * x->strides[d]);
+    return record_region(&slice_op, out, x, d, start, end, step);
 }
 
 /* select(x, dim, index) = x[..., index, ...]: dim disappears and
@@ -642,5 +847,6 @@ tg_tensor *tg_select(const tg_tensor *x, int dim, int64_t index)
         return NULL;
     }
     int64_t i = index < 0 ? index + size : index;
-    return drop_dim(x, d, x->offset + i * x->strides[d]);
+    tg_tensor *out = drop_dim(x, d, x->offset + i * x->strides[d]);
+    return record_region(&select_op, out, x, d, i, i + 1, 1);
 }

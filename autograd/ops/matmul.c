@@ -1,7 +1,8 @@
 /*
- * autograd/ops/matmul.c - matrix products with torch.matmul's rules.
+ * autograd/ops/matmul.c - matrix products with torch.matmul's rules,
+ * forward and backward.
  *
- * Forward only so far. Shapes, as torch.matmul:
+ * Shapes, as torch.matmul:
  *   (k,)      @ (k,)      -> ()             dot product
  *   (m, k)    @ (k, n)    -> (m, n)
  *   (k,)      @ (..., k, n) -> (..., n)     a becomes (1, k); the 1 is removed
@@ -24,9 +25,14 @@
  *     accumulator, both contiguous (the naive j-inner-k order jumps n
  *     elements through b at every step).
  * This file is not a BLAS: no blocking, no threads.
+ *
+ * Backward (matmul_backward, next to the op): da = g @ b^T, db = a^T @ g
+ * on the operands with their 1-D promotions made, then summed over the
+ * batch dims broadcasting added and reshaped back. One node per call; its
+ * grad_fn name is the product PyTorch 1.13 runs for the case (see
+ * recorded_op; PyTorch wraps some of them in view nodes of its own).
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -293,7 +299,8 @@ static tg_tensor *operand(const tg_tensor *x, tg_dtype dtype, bool naive)
     return c;
 }
 
-static tg_tensor *matmul(const tg_tensor *a, const tg_tensor *b, bool naive)
+/* out = a @ b without the tape. */
+static tg_tensor *product(const tg_tensor *a, const tg_tensor *b, bool naive)
 {
     if (!a || !b)
         return NULL;
@@ -316,6 +323,134 @@ static tg_tensor *matmul(const tg_tensor *a, const tg_tensor *b, bool naive)
     tg_release(va);
     tg_release(cb);
     tg_release(ca);
+    return out;
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Which operands were 1-D, and where backward finds them. */
+typedef struct matmul_ctx {
+    bool a_vector, b_vector;  // (k,) operands, promoted to (1, k) / (k, 1)
+    int a_saved, b_saved;     // tg_node_saved indices, -1 if not saved
+} matmul_ctx;
+
+/* x with its 1-D promotion made: (k,) becomes (1, k) for a, (k, 1) for b
+ * (a view); other operands retained. New reference. */
+static tg_tensor *promoted(const tg_tensor *x, bool is_a)
+{
+    if (x->ndim != 1)
+        return tg_retain((tg_tensor *)x);
+    return tg_unsqueeze(x, is_a ? 0 : 1);
+}
+
+/* full (batch..., rows, cols) summed over the batch dims input i lacks or
+ * had as 1, then reshaped to input i's shape (which drops a promoted 1).
+ * New reference. */
+static tg_tensor *to_input(const tg_node *node, const tg_tensor *full, int i,
+                           bool vector)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, i, &ndim);
+    int64_t pshape[2]; // the promoted shape of a 1-D operand
+    pshape[0] = i == 0 ? 1 : shape[0];
+    pshape[1] = i == 0 ? shape[0] : 1;
+    tg_tensor *summed = vector ? tg_sum_to_shape(full, pshape, 2)
+                               : tg_sum_to_shape(full, shape, ndim);
+    tg_tensor *r = tg_reshape(summed, shape, ndim);
+    tg_release(summed);
+    return r;
+}
+
+/* forward: out = a @ b, per block c[i, j] = sum_p a[i, p] * b[p, j], so
+ *   da = g @ b^T    (batch..., m, k)
+ *   db = a^T @ g    (batch..., k, n)
+ * with g given its promoted 1s back ((batch..., m, n)), a and b promoted
+ * as in the forward, and each result summed over the batch dims its
+ * operand was broadcast along. Saved: b when a needs a gradient, a when b
+ * does. */
+static int matmul_backward(tg_node *node, const tg_tensor *g,
+                           tg_tensor **grads)
+{
+    const matmul_ctx *c = tg_node_ctx(node);
+    tg_tensor *g_b = c->b_vector ? tg_unsqueeze(g, -1)
+                                 : tg_retain((tg_tensor *)g);
+    tg_tensor *gfull = c->a_vector ? tg_unsqueeze(g_b, -2)
+                                   : tg_retain(g_b);
+    tg_release(g_b);
+    if (!gfull)
+        return -1;
+    if (tg_node_needs_grad(node, 0)) {
+        tg_tensor *b = promoted(tg_node_saved(node, c->b_saved), false);
+        tg_tensor *bt = tg_transpose(b, -1, -2);
+        tg_tensor *da = tg_matmul(gfull, bt);
+        grads[0] = to_input(node, da, 0, c->a_vector);
+        tg_release(da);
+        tg_release(bt);
+        tg_release(b);
+    }
+    if (tg_node_needs_grad(node, 1)) {
+        tg_tensor *a = promoted(tg_node_saved(node, c->a_saved), true);
+        tg_tensor *at = tg_transpose(a, -1, -2);
+        tg_tensor *db = tg_matmul(at, gfull);
+        grads[1] = to_input(node, db, 1, c->b_vector);
+        tg_release(db);
+        tg_release(at);
+        tg_release(a);
+    }
+    tg_release(gfull);
+    return (tg_node_needs_grad(node, 0) && !grads[0]) ||
+                   (tg_node_needs_grad(node, 1) && !grads[1])
+               ? -1
+               : 0;
+}
+
+/* PyTorch 1.13's grad_fn names, one per shape class. torch.matmul runs
+ * one product and names the node after it:
+ *   (k,) @ (k,)            DotBackward0
+ *   (m, k) @ (k,)          MvBackward0
+ *   (m, k) @ (k, n)        MmBackward0
+ *   (k,) @ (k, n)          MmBackward0   (PyTorch: SqueezeBackward3 around it)
+ *   batch dims on a or b   BmmBackward0  (PyTorch: UnsafeViewBackward0 or
+ *                                         CloneBackward0 around a bmm, mm or
+ *                                         mv of the folded batch)
+ * tapegrad records a single node, named after the product. */
+static const tg_op dot_op = {"DotBackward0", matmul_backward,
+                             sizeof(matmul_ctx)};
+static const tg_op mv_op = {"MvBackward0", matmul_backward,
+                            sizeof(matmul_ctx)};
+static const tg_op mm_op = {"MmBackward0", matmul_backward,
+                            sizeof(matmul_ctx)};
+static const tg_op bmm_op = {"BmmBackward0", matmul_backward,
+                             sizeof(matmul_ctx)};
+
+static const tg_op *recorded_op(const tg_tensor *a, const tg_tensor *b)
+{
+    if (a->ndim > 2 || b->ndim > 2)
+        return &bmm_op;
+    if (b->ndim == 2)
+        return &mm_op;
+    return a->ndim == 1 ? &dot_op : &mv_op;
+}
+
+/* ------------------------------------------------------- the public op */
+
+/* The product, then one node on the tape when a or b needs a gradient. */
+static tg_tensor *matmul(const tg_tensor *a, const tg_tensor *b, bool naive)
+{
+    tg_tensor *out = product(a, b, naive);
+    if (!out)
+        return NULL;
+    tg_node *node = tg_record(recorded_op(a, b), &out, TG_INPUTS(a, b));
+    if (node) {
+        matmul_ctx *c = tg_node_ctx(node);
+        c->a_vector = a->ndim == 1;
+        c->b_vector = b->ndim == 1;
+        c->a_saved = c->b_saved = -1;
+        if (tg_node_needs_grad(node, 1))
+            c->a_saved = tg_node_save(node, a); // a, for db = a^T @ g
+        if (tg_node_needs_grad(node, 0))
+            c->b_saved = tg_node_save(node, b); // b, for da = g @ b^T
+    }
     return out;
 }
 

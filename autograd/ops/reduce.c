@@ -1,22 +1,29 @@
 /*
  * autograd/ops/reduce.c - reductions over a set of dims: sum, mean, var,
- * std, max, min (torch.amax / amin), and argmax, argmin over one dim.
+ * std, max, min (torch.amax / amin), and argmax, argmin over one dim;
+ * forward and backward.
  *
- * Forward only so far. Every reduction here runs the same way: x is viewed
- * with the kept dims first and the reduced dims last, and copied into a
- * contiguous (rows, n) matrix; row r holds the n elements that reduce into
- * output element r (outputs in C order). A kernel then reduces one row at a
- * time. The copy makes non-contiguous inputs trivial and keeps every kernel a
- * plain loop over an array; it costs one pass and one buffer, which is the
- * price of simplicity here (a strided kernel would avoid it).
+ * Every reduction here runs the same way: x is viewed with the kept dims
+ * first and the reduced dims last, and copied into a contiguous (rows, n)
+ * matrix; row r holds the n elements that reduce into output element r
+ * (outputs in C order). A kernel then reduces one row at a time. The copy
+ * makes non-contiguous inputs trivial and keeps every kernel a plain loop
+ * over an array; it costs one pass and one buffer, which is the price of
+ * simplicity here (a strided kernel would avoid it).
  *
  * Float inputs are reduced in double, whatever their dtype, and rounded to
  * the input dtype at the end: float32 sums accumulate in double. int64 sums
  * stay int64 (wrapping on overflow, as PyTorch). This file is not softmax
  * (softmax.c) and not matmul (matmul.c).
+ *
+ * Backward: the incoming gradient g has the output's shape; with keepdim
+ * false the reduced dims are first put back as size 1 (grad_keepdim), so
+ * that g broadcasts against x. Each backward sits above the public op it
+ * differentiates and is written with public ops (backward runs with
+ * gradients disabled). Each forward records one node and calls no recorded
+ * op. argmax and argmin give int64 indices and are not recorded.
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -259,6 +266,15 @@ static int64_t argmin_i64(const int64_t *row, int64_t n)
 
 /* ------------------------------------------------------------ driver */
 
+/* What every reduction's backward knows besides its saved tensors. */
+typedef struct reduce_ctx {
+    bool reduced[TG_MAX_DIMS]; // (ndim,) the dims x lost (or kept as 1)
+    int ndim;                  // x->ndim
+    bool keepdim;
+    int64_t n;                 // elements reduced into each output (N)
+    int64_t correction;        // var, std
+} reduce_ctx;
+
 /* One reduction: its name, its kernels, and what it requires. */
 typedef struct reduce_op {
     const char *fn;
@@ -269,10 +285,15 @@ typedef struct reduce_op {
     bool needs_element; // max, min, argmax, argmin: no value for an empty row
 } reduce_op;
 
-static tg_tensor *reduce(const reduce_op *op, const tg_tensor *x,
-                         const int *dims, int ndims, bool keepdim,
-                         int64_t correction)
+/* Runs op over dims of x. When grad is given and x requires grad, records
+ * the call as one node (with a reduce_ctx) and sets *node, so that the
+ * caller can save what its backward needs; *node is NULL otherwise. */
+static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
+                         const tg_tensor *x, const int *dims, int ndims,
+                         bool keepdim, int64_t correction, tg_node **node)
 {
+    if (node)
+        *node = NULL;
     if (!x)
         return NULL;
     if (x->dtype == TG_INT64 && !op->i64) {
@@ -316,7 +337,54 @@ static tg_tensor *reduce(const reduce_op *op, const tg_tensor *x,
             tg_store_contiguous(out, r, op->f64(m + r * p.n, p.n, correction));
     }
     tg_release(rows);
+    tg_node *n = grad ? tg_record(grad, &out, TG_INPUTS(x)) : NULL;
+    if (n) {
+        reduce_ctx *c = tg_node_ctx(n);
+        memcpy(c->reduced, p.reduced, sizeof c->reduced);
+        c->ndim = x->ndim;
+        c->keepdim = keepdim;
+        c->n = p.n;
+        c->correction = correction;
+    }
+    if (node)
+        *node = n;
     return out;
+}
+
+/* ------------------------------------------------- backward helpers */
+
+/* t (the output's shape) with the reduced dims back as size 1, so that it
+ * broadcasts against x: a view. Unsqueezing in increasing dim order puts
+ * each one at its place in x. New reference. */
+static tg_tensor *grad_keepdim(const reduce_ctx *c, const tg_tensor *t)
+{
+    tg_tensor *r = tg_retain((tg_tensor *)t);
+    for (int d = 0; !c->keepdim && r && d < c->ndim; d++)
+        if (c->reduced[d]) {
+            tg_tensor *u = tg_unsqueeze(r, d);
+            tg_release(r);
+            r = u;
+        }
+    return r;
+}
+
+/* The reduced dims as a list for tg_sum / tg_mean; 0 for a 0-d x (whose
+ * one element is then reduced, as with dims NULL). */
+static int reduced_dims(const reduce_ctx *c, int dims[TG_MAX_DIMS])
+{
+    int nd = 0;
+    for (int d = 0; d < c->ndim; d++)
+        if (c->reduced[d])
+            dims[nd++] = d;
+    return nd;
+}
+
+/* t broadcast to input 0's shape (a stride-0 view). New reference. */
+static tg_tensor *expand_to_input(const tg_node *node, const tg_tensor *t)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, 0, &ndim);
+    return tg_expand(t, shape, ndim);
 }
 
 /* ------------------------------------------------------------------ ops */
@@ -338,56 +406,228 @@ static const reduce_op argmax_op = {"tg_argmax", "the argmax", argmax_f64,
 static const reduce_op argmin_op = {"tg_argmin", "the argmin", argmin_f64,
                                     argmin_i64, true, true};
 
+/* PyTorch names a reduction over every dim (x.sum()) ...Backward0 and one
+ * over given dims (x.sum(0)) ...Backward1. */
+static bool all_dims(const int *dims, int ndims)
+{
+    return !dims || ndims == 0;
+}
+
+/* ---------------------------------------------------------------- sum */
+
+/* forward: out = sum of x over the reduced dims, so every x element of a
+ * row gets that row's gradient: dx = g with the reduced dims put back and
+ * broadcast to x's shape. Saved: nothing (x's shape is on the node). */
+static int sum_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    tg_tensor *gk = grad_keepdim(tg_node_ctx(node), g);
+    grads[0] = expand_to_input(node, gk);
+    tg_release(gk);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op sum_all_grad = {"SumBackward0", sum_backward,
+                                   sizeof(reduce_ctx)};
+static const tg_op sum_grad = {"SumBackward1", sum_backward,
+                               sizeof(reduce_ctx)};
+
 /* out = sum of x over dims; keeps x's dtype (int64 stays exact). */
 tg_tensor *tg_sum(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim)
 {
-    return reduce(&sum_op, x, dims, ndims, keepdim, 0);
+    return reduce(&sum_op, all_dims(dims, ndims) ? &sum_all_grad : &sum_grad,
+                  x, dims, ndims, keepdim, 0, NULL);
 }
+
+/* --------------------------------------------------------------- mean */
+
+/* forward: out = sum(x) / N, so dx = g / N, broadcast back as for sum.
+ * Saved: nothing (N is in the ctx). */
+static int mean_backward(tg_node *node, const tg_tensor *g,
+                         tg_tensor **grads)
+{
+    const reduce_ctx *c = tg_node_ctx(node);
+    tg_tensor *gk = grad_keepdim(c, g);
+    tg_tensor *share = tg_div_scalar(gk, (double)c->n);
+    grads[0] = expand_to_input(node, share);
+    tg_release(share);
+    tg_release(gk);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op mean_all_grad = {"MeanBackward0", mean_backward,
+                                    sizeof(reduce_ctx)};
+static const tg_op mean_grad = {"MeanBackward1", mean_backward,
+                                sizeof(reduce_ctx)};
 
 /* out = sum(x) / N, N the number of elements reduced into each output. */
 tg_tensor *tg_mean(const tg_tensor *x, const int *dims, int ndims,
                    bool keepdim)
 {
-    return reduce(&mean_op, x, dims, ndims, keepdim, 0);
+    return reduce(&mean_op,
+                  all_dims(dims, ndims) ? &mean_all_grad : &mean_grad, x,
+                  dims, ndims, keepdim, 0, NULL);
 }
+
+/* ---------------------------------------------------------------- var */
+
+/* forward: var = sum((x - mean)^2) / max(0, N - correction). The mean's
+ * own gradient term sums to zero (sum(x - mean) = 0), so
+ *   dx = g * 2 (x - mean) / max(0, N - correction)
+ * with g's reduced dims put back. A divisor of 0 gives +-inf, or NaN where
+ * x == mean or g == 0, as PyTorch's var_backward over given dims. (For
+ * N - correction < 0 PyTorch 1.13 divides by the negative number although
+ * its forward gave inf; here the divisor is 0, as in the forward.) */
+static tg_tensor *var_grad(const reduce_ctx *c, const tg_tensor *g,
+                           const tg_tensor *x)
+{
+    int dims[TG_MAX_DIMS];
+    int nd = reduced_dims(c, dims);
+    double dof = (double)c->n - (double)c->correction;
+    tg_tensor *mean = tg_mean(x, dims, nd, true);
+    tg_tensor *dev = tg_sub(x, mean); // x - mean
+    tg_tensor *gk = grad_keepdim(c, g);
+    tg_tensor *gdev = tg_mul(gk, dev);
+    tg_tensor *dx = tg_mul_scalar(gdev, dof > 0.0 ? 2.0 / dof : INFINITY);
+    tg_release(gdev);
+    tg_release(gk);
+    tg_release(dev);
+    tg_release(mean);
+    return dx;
+}
+
+/* Saved: x. */
+static int var_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    grads[0] = var_grad(tg_node_ctx(node), g, tg_node_saved(node, 0));
+    return grads[0] ? 0 : -1;
+}
+static const tg_op var_grad_op = {"VarBackward0", var_backward,
+                                  sizeof(reduce_ctx)};
 
 /* out = sum((x - mean)^2) / max(0, N - correction) */
 tg_tensor *tg_var(const tg_tensor *x, const int *dims, int ndims,
                   int64_t correction, bool keepdim)
 {
-    return reduce(&var_op, x, dims, ndims, keepdim, correction);
+    tg_node *node;
+    tg_tensor *out = reduce(&var_op, &var_grad_op, x, dims, ndims, keepdim,
+                            correction, &node);
+    if (node)
+        tg_node_save(node, x); // x
+    return out;
 }
+
+/* ---------------------------------------------------------------- std */
+
+/* forward: std = sqrt(var), so dvar = g / (2 std) and
+ *   dx = g (x - mean) / ((N - correction) std)
+ * through var_grad. Where std == 0 (a constant row) g / (2 std) is set to
+ * 0, so the gradient there is 0, not NaN: PyTorch 1.13's std_backward masks
+ * it the same way. Saved: x and std (the output). */
+static int std_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    const tg_tensor *x = tg_node_saved(node, 0), *std = tg_node_saved(node, 1);
+    tg_tensor *two_std = tg_mul_scalar(std, 2.0);
+    tg_tensor *dvar = tg_div(g, two_std);
+    tg_tensor *at_zero = tg_eq_scalar(std, 0.0);
+    tg_tensor *zero = tg_scalar(0.0, std->dtype);
+    tg_tensor *dvar_masked = tg_where(at_zero, zero, dvar);
+    grads[0] = dvar_masked ? var_grad(tg_node_ctx(node), dvar_masked, x)
+                           : NULL;
+    tg_release(dvar_masked);
+    tg_release(zero);
+    tg_release(at_zero);
+    tg_release(dvar);
+    tg_release(two_std);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op std_grad_op = {"StdBackward0", std_backward,
+                                  sizeof(reduce_ctx)};
 
 /* out = sqrt(var(x)) */
 tg_tensor *tg_std(const tg_tensor *x, const int *dims, int ndims,
                   int64_t correction, bool keepdim)
 {
-    return reduce(&std_op, x, dims, ndims, keepdim, correction);
+    tg_node *node;
+    tg_tensor *out = reduce(&std_op, &std_grad_op, x, dims, ndims, keepdim,
+                            correction, &node);
+    if (node) {
+        tg_node_save(node, x);   // x
+        tg_node_save(node, out); // std
+    }
+    return out;
+}
+
+/* ----------------------------------------------------------- max, min */
+
+/* forward: out = max (or min) over the reduced dims. The gradient goes to
+ * the elements equal to it, split evenly among ties as PyTorch's amax /
+ * amin backward:
+ *   dx = g * (x == out) / count,  count = sum(x == out) over the row
+ * A row holding NaN has out NaN, no element equal to it, count 0, and a
+ * NaN gradient for the whole row (g / 0 * 0), as PyTorch. Saved: x and
+ * out (the extreme). */
+static int extreme_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    const reduce_ctx *c = tg_node_ctx(node);
+    int dims[TG_MAX_DIMS];
+    int nd = reduced_dims(c, dims);
+    tg_tensor *extreme = grad_keepdim(c, tg_node_saved(node, 1));
+    tg_tensor *hit = tg_eq(tg_node_saved(node, 0), extreme); // int64 0/1
+    tg_tensor *count = tg_sum(hit, dims, nd, true);
+    tg_tensor *gk = grad_keepdim(c, g);
+    tg_tensor *share = tg_div(gk, count);
+    grads[0] = tg_mul(share, hit);
+    tg_release(share);
+    tg_release(gk);
+    tg_release(count);
+    tg_release(hit);
+    tg_release(extreme);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op max_grad = {"AmaxBackward0", extreme_backward,
+                               sizeof(reduce_ctx)};
+static const tg_op min_grad = {"AminBackward0", extreme_backward,
+                               sizeof(reduce_ctx)};
+
+/* Saves what extreme_backward needs. */
+static tg_tensor *extreme(const reduce_op *op, const tg_op *grad,
+                          const tg_tensor *x, const int *dims, int ndims,
+                          bool keepdim)
+{
+    tg_node *node;
+    tg_tensor *out = reduce(op, grad, x, dims, ndims, keepdim, 0, &node);
+    if (node) {
+        tg_node_save(node, x);   // x
+        tg_node_save(node, out); // the max or min
+    }
+    return out;
 }
 
 /* out = max of x over dims (torch.amax) */
 tg_tensor *tg_max(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim)
 {
-    return reduce(&max_op, x, dims, ndims, keepdim, 0);
+    return extreme(&max_op, &max_grad, x, dims, ndims, keepdim);
 }
 
 /* out = min of x over dims (torch.amin) */
 tg_tensor *tg_min(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim)
 {
-    return reduce(&min_op, x, dims, ndims, keepdim, 0);
+    return extreme(&min_op, &min_grad, x, dims, ndims, keepdim);
 }
+
+/* ---------------------------------------------------- argmax, argmin */
+/* int64 indices: nothing to differentiate, nothing recorded. */
 
 /* out[...] = the first index j along dim where x[..., j, ...] is largest */
 tg_tensor *tg_argmax(const tg_tensor *x, int dim, bool keepdim)
 {
-    return reduce(&argmax_op, x, &dim, 1, keepdim, 0);
+    return reduce(&argmax_op, NULL, x, &dim, 1, keepdim, 0, NULL);
 }
 
 /* out[...] = the first index j along dim where x[..., j, ...] is smallest */
 tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim)
 {
-    return reduce(&argmin_op, x, &dim, 1, keepdim, 0);
+    return reduce(&argmin_op, NULL, x, &dim, 1, keepdim, 0, NULL);
 }

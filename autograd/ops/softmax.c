@@ -1,15 +1,19 @@
 /*
- * autograd/ops/softmax.c - softmax and log_softmax along one dim.
+ * autograd/ops/softmax.c - softmax and log_softmax along one dim, forward
+ * and backward.
  *
- * Forward only so far. x is seen as a contiguous (outer, n, inner) block:
+ * x is seen as a contiguous (outer, n, inner) block:
  * outer = prod(shape[:dim]), n = shape[dim], inner = prod(shape[dim+1:]).
  * Each of the outer * inner rows holds n elements, `inner` apart. The math
  * runs in double for both float dtypes and is rounded to x's dtype once at
  * the end. int64 inputs are an error, as in PyTorch. Reductions that return
  * fewer elements (sum, max, ...) are in reduce.c.
+ *
+ * Backward needs only the output y (both Jacobians are functions of y), so
+ * each op saves y and records one node; the two backwards, next to the
+ * forward, are written with public ops on the saved y.
  */
-#include "../../tensor/internal.h"
-#include "../ops.h"
+#include "../internal.h"
 
 #include <math.h>
 
@@ -43,6 +47,53 @@ static void softmax_row(const double *x, int64_t n, int64_t stride,
               log_form ? shifted - log_sum : exp(shifted) / sum);
     }
 }
+
+/* Saved by both ops: their output y; the ctx: the dim (normalized). */
+typedef struct softmax_ctx {
+    int dim;
+} softmax_ctx;
+
+/* forward: y_j = exp(x_j) / sum_i exp(x_i), whose Jacobian is
+ * dy_j/dx_k = y_j (delta_jk - y_k), so
+ *   dx = y * (g - sum(g * y, dim))
+ * (the sum kept as size 1 along dim, broadcast back). Saved: y. */
+static int softmax_backward(tg_node *node, const tg_tensor *g,
+                            tg_tensor **grads)
+{
+    const softmax_ctx *c = tg_node_ctx(node);
+    const tg_tensor *y = tg_node_saved(node, 0);
+    tg_tensor *gy = tg_mul(g, y);
+    tg_tensor *dot = tg_sum(gy, &c->dim, 1, true); // sum(g * y, dim)
+    tg_tensor *centred = tg_sub(g, dot);
+    grads[0] = tg_mul(y, centred);
+    tg_release(centred);
+    tg_release(dot);
+    tg_release(gy);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op softmax_op = {"SoftmaxBackward0", softmax_backward,
+                                 sizeof(softmax_ctx)};
+
+/* forward: y_j = x_j - log(sum_i exp(x_i)), so dy_j/dx_k = delta_jk -
+ * softmax_k, and with softmax = exp(y):
+ *   dx = g - exp(y) * sum(g, dim)
+ * Saved: y (the log-probabilities). */
+static int log_softmax_backward(tg_node *node, const tg_tensor *g,
+                                tg_tensor **grads)
+{
+    const softmax_ctx *c = tg_node_ctx(node);
+    tg_tensor *p = tg_exp(tg_node_saved(node, 0)); // softmax
+    tg_tensor *total = tg_sum(g, &c->dim, 1, true); // sum(g, dim)
+    tg_tensor *spread = tg_mul(p, total);
+    grads[0] = tg_sub(g, spread);
+    tg_release(spread);
+    tg_release(total);
+    tg_release(p);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op log_softmax_op = {"LogSoftmaxBackward0",
+                                     log_softmax_backward,
+                                     sizeof(softmax_ctx)};
 
 static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
                                 bool log_form)
@@ -79,6 +130,12 @@ static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
             }
     }
     tg_release(xd);
+    tg_node *node = tg_record(log_form ? &log_softmax_op : &softmax_op, &out,
+                              TG_INPUTS(x));
+    if (node) {
+        ((softmax_ctx *)tg_node_ctx(node))->dim = d;
+        tg_node_save(node, out); // y
+    }
     return out;
 }
 

@@ -188,6 +188,20 @@ static int input_of_row(const check *c, int64_t k)
     return i;
 }
 
+/* Fills the result's location and values for stacked row k (-1: none)
+ * and output element j (-1: none). */
+static void blame(check *c, int64_t k, int64_t j, double a, double n)
+{
+    tg_gradcheck_result *r = c->r;
+    int i = k >= 0 ? input_of_row(c, k) : -1;
+    r->input = i >= 0 ? c->in[i].index : -1;
+    r->input_index = i >= 0 ? k - c->in[i].first : -1;
+    r->output_index = j;
+    r->analytical = a;
+    r->numerical = n;
+    r->error = fabs(a - n);
+}
+
 static bool within_tolerance(const check *c, double a, double n)
 {
     return fabs(a - n) <= c->o.atol + c->o.rtol * fabs(n);
@@ -210,16 +224,10 @@ static void compare(check *c, const double *A, const double *N)
     if (!bad)
         return;
     int64_t k = worst / c->cols, j = worst % c->cols;
-    int i = input_of_row(c, k);
-    const tg_tensor *x = c->in[i].x;
+    blame(c, k, j, A[worst], N[worst]);
+    const tg_tensor *x = c->in[input_of_row(c, k)].x;
     char s[TG_SHAPE_STR_MAX];
-    tg_gradcheck_result *r = c->r;
-    r->input = c->in[i].index;
-    r->input_index = k - c->in[i].first;
-    r->output_index = j;
-    r->analytical = A[worst];
-    r->numerical = N[worst];
-    r->error = fabs(A[worst] - N[worst]);
+    const tg_gradcheck_result *r = c->r;
     fail(c,
          "tg_gradcheck: backward disagrees with finite differences\n"
          "  input %d (shape %s, %s), element %lld; output element %lld\n"
@@ -248,13 +256,7 @@ static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
     for (int64_t k = 0; rc == 0 && c->r->passed && k < c->rows; k++) {
         if (g1[k] == 0.0)
             continue;
-        int i = input_of_row(c, k);
-        c->r->input = c->in[i].index;
-        c->r->input_index = k - c->in[i].first;
-        c->r->output_index = -1;
-        c->r->analytical = g1[k];
-        c->r->numerical = 0.0;
-        c->r->error = fabs(g1[k]);
+        blame(c, k, -1, g1[k], 0.0);
         fail(c,
              "tg_gradcheck: a zero output gradient gave a nonzero input "
              "gradient\n"
@@ -269,13 +271,7 @@ static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
     for (int64_t k = 0; rc == 0 && c->r->passed && k < c->rows; k++) {
         if (g1[k] == g2[k] || (g1[k] != g1[k] && g2[k] != g2[k]))
             continue;
-        int i = input_of_row(c, k);
-        c->r->input = c->in[i].index;
-        c->r->input_index = k - c->in[i].first;
-        c->r->output_index = -1;
-        c->r->analytical = g1[k];
-        c->r->numerical = g2[k];
-        c->r->error = fabs(g1[k] - g2[k]);
+        blame(c, k, -1, g1[k], g2[k]);
         fail(c,
              "tg_gradcheck: backward is not repeatable\n"
              "  input %d, element %lld: %.17g the first time, %.17g the "
@@ -345,12 +341,7 @@ static int fast(check *c, tg_tensor *y)
     for (int64_t k = 0; rc == 0 && k < c->rows; k++)
         a += g[k] * u[k];
     if (rc == 0 && !within_tolerance(c, a, n)) {
-        c->r->input = -1;
-        c->r->input_index = -1;
-        c->r->output_index = -1;
-        c->r->analytical = a;
-        c->r->numerical = n;
-        c->r->error = fabs(a - n);
+        blame(c, -1, -1, a, n);
         fail(c,
              "tg_gradcheck (fast mode): backward disagrees with finite "
              "differences\n"

@@ -56,7 +56,7 @@ tg_tensor *tg_detach(const tg_tensor *x);
 
 /* Backpropagates from a one-element tensor (the loss): every leaf it
  * depends on gets d(root)/d(leaf) added to leaf->grad. Frees the nodes it
- * walked. Returns 0 or -1. */
+ * walked. Cannot be called from inside a backward. Returns 0 or -1. */
 int tg_backward(tg_tensor *root);
 
 typedef struct tg_backward_options {
@@ -66,6 +66,11 @@ typedef struct tg_backward_options {
     /* Keep the walked nodes for another backward (PyTorch's
      * retain_graph=True). */
     bool keep_tape;
+    /* When given, only these leaves receive gradients (in ->grad) and no
+     * retained non-leaf grad is written, as torch.autograd.grad(root,
+     * inputs); tg_gradcheck uses it. Borrowed. */
+    tg_tensor *const *inputs;
+    int ninputs;
 } tg_backward_options;
 /* tg_backward with options; opts NULL means the defaults. */
 int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts);
@@ -83,8 +88,10 @@ bool tg_is_grad_enabled(void);
 /* One entry of the tape: an op that ran, its inputs, what backward needs. */
 typedef struct tg_node tg_node;
 
-/* Nodes alive on this thread's tape. 0 once every tensor of a graph is
- * released or a backward has freed it. */
+/* Nodes alive on this thread's tape. A node lives while its output tensor
+ * does or a later node links to it (a backward empties the nodes it walked,
+ * but they stay while their outputs live), so this is 0 once every tensor
+ * made by a recorded op is released. */
 int64_t tg_tape_size(void);
 /* The op name of x's node ("MulBackward0"), or NULL for a leaf. */
 const char *tg_grad_fn_name(const tg_tensor *x);

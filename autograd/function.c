@@ -43,6 +43,15 @@ tg_tensor *tg_function_apply(const tg_function *f,
 {
     if (!function_ok(f, ninputs))
         return NULL;
+    if (ninputs > 0 && !inputs) {
+        tg_error("tg_function_apply",
+                 "%s was given %d inputs but no array of them\n"
+                 "  rule: inputs points to ninputs tensors\n"
+                 "  hint: const tg_tensor *in[] = {x, w}; "
+                 "tg_function_apply(&f, in, 2, NULL)",
+                 f->name, ninputs);
+        return NULL;
+    }
     for (int i = 0; i < ninputs; i++)
         if (!inputs[i])
             return NULL;
@@ -60,8 +69,9 @@ tg_tensor *tg_function_apply(const tg_function *f,
         return NULL;
     }
     /* The output must be a tensor of its own to carry this node: a forward
-     * that returned an input (or anything with a history) gets an alias. */
-    bool fresh = !out->grad_fn && !out->requires_grad;
+     * that returned an input, a tensor someone else holds, or anything with
+     * a history gets an alias. */
+    bool fresh = !out->grad_fn && !out->requires_grad && out->refcount == 1;
     for (int i = 0; i < ninputs; i++)
         fresh = fresh && out != inputs[i];
     if (!fresh) {

@@ -90,6 +90,16 @@ static void fail(check *c, const char *fmt, ...)
         fprintf(c->o.report ? c->o.report : stderr, "%s\n", c->r->message);
 }
 
+static int out_of_memory(void)
+{
+    tg_error("tg_gradcheck",
+             "out of memory for the Jacobian work arrays\n"
+             "  rule: the check keeps a few arrays of inputs x outputs "
+             "doubles\n"
+             "  hint: use smaller inputs or fast_mode");
+    return -1;
+}
+
 /* f(inputs) as doubles into y[cols] (gradients off). 0 or -1. */
 static int eval(check *c, double *y)
 {
@@ -124,7 +134,12 @@ static int backward_into(check *c, tg_tensor *y, const double *seed,
     if (!y->requires_grad)
         return 0; // y does not depend on the inputs: all zero
     tg_tensor *v = tg_from_array(seed, y->shape, y->ndim, TG_FLOAT64);
-    tg_backward_options bo = {.grad = v, .keep_tape = true};
+    tg_tensor *leaves[TG_MAX_INPUTS * 4];
+    for (int i = 0; i < c->nin; i++)
+        leaves[i] = c->in[i].x;
+    /* only the checked inputs: other leaves' .grad stay untouched */
+    tg_backward_options bo = {.grad = v, .keep_tape = true,
+                              .inputs = leaves, .ninputs = c->nin};
     int rc = v ? tg_backward_ex(y, &bo) : -1;
     tg_release(v);
     for (int i = 0; rc == 0 && i < c->nin; i++) {
@@ -138,9 +153,9 @@ static int backward_into(check *c, tg_tensor *y, const double *seed,
 /* The analytical Jacobian, J[k * cols + j], one backward per output. */
 static int analytical(check *c, tg_tensor *y, double *J)
 {
-    double *seed = calloc((size_t)c->cols, sizeof *seed);
+    double *seed = calloc((size_t)c->cols + 1, sizeof *seed);
     double *g = malloc((size_t)(c->rows ? c->rows : 1) * sizeof *g);
-    int rc = seed && g ? 0 : -1;
+    int rc = seed && g ? 0 : out_of_memory();
     for (int64_t j = 0; rc == 0 && j < c->cols; j++) {
         seed[j] = 1.0;
         rc = backward_into(c, y, seed, g);
@@ -158,7 +173,7 @@ static int numerical(check *c, double *J)
 {
     double *plus = malloc((size_t)c->cols * sizeof *plus + 1);
     double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
-    int rc = plus && minus ? 0 : -1;
+    int rc = plus && minus ? 0 : out_of_memory();
     for (int i = 0; rc == 0 && i < c->nin; i++) {
         tg_tensor *x = c->in[i].x;
         for (int64_t k = 0; rc == 0 && k < x->numel; k++) {
@@ -249,8 +264,8 @@ static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
     int64_t n = c->rows ? c->rows : 1;
     double *g1 = malloc((size_t)n * sizeof *g1);
     double *g2 = malloc((size_t)n * sizeof *g2);
-    double *zeros = calloc((size_t)c->cols, sizeof *zeros);
-    int rc = g1 && g2 && zeros ? 0 : -1;
+    double *zeros = calloc((size_t)c->cols + 1, sizeof *zeros);
+    int rc = g1 && g2 && zeros ? 0 : out_of_memory();
     if (rc == 0)
         rc = backward_into(c, y, zeros, g1);
     for (int64_t k = 0; rc == 0 && c->r->passed && k < c->rows; k++) {
@@ -285,6 +300,25 @@ static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
     return rc;
 }
 
+/* Two analytical Jacobians must agree bit for bit. */
+static void repeatable(check *c, const double *A1, const double *A2)
+{
+    for (int64_t e = 0; e < c->rows * c->cols; e++) {
+        if (A1[e] == A2[e] || (A1[e] != A1[e] && A2[e] != A2[e]))
+            continue;
+        int64_t k = e / c->cols, j = e % c->cols;
+        blame(c, k, j, A1[e], A2[e]);
+        fail(c,
+             "tg_gradcheck: backward is not repeatable\n"
+             "  input %d, element %lld, output element %lld: %.17g the "
+             "first time, %.17g the second\n"
+             "  (the same backward must give the same numbers)",
+             c->r->input, (long long)c->r->input_index, (long long)j,
+             A1[e], A2[e]);
+        return;
+    }
+}
+
 /* u and v for fast mode: normal draws, scaled to unit length. */
 static int unit_vector(tg_generator *gen, double *u, int64_t n)
 {
@@ -312,13 +346,15 @@ static int fast(check *c, tg_tensor *y)
     double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
     double *orig = malloc((size_t)c->rows * sizeof *orig + 1);
     tg_generator *gen = tg_generator_new(c->o.seed);
-    int rc = u && v && g && plus && minus && orig && gen ? 0 : -1;
+    int rc = u && v && g && plus && minus && orig && gen ? 0
+                                                        : out_of_memory();
     if (rc == 0)
         rc = unit_vector(gen, u, c->rows);
     if (rc == 0)
         rc = unit_vector(gen, v, c->cols);
     /* numerical: v . (f(x + eps u) - f(x - eps u)) / (2 eps) */
-    for (int i = 0; rc == 0 && i < c->nin; i++)
+    bool saved = rc == 0;
+    for (int i = 0; saved && i < c->nin; i++)
         for (int64_t k = 0; k < c->in[i].x->numel; k++)
             orig[c->in[i].first + k] = get(c->in[i].x, k);
     for (int sign = 1; rc == 0 && sign >= -1; sign -= 2) {
@@ -329,7 +365,7 @@ static int fast(check *c, tg_tensor *y)
             }
         rc = eval(c, sign > 0 ? plus : minus);
     }
-    for (int i = 0; i < c->nin && orig; i++)
+    for (int i = 0; saved && i < c->nin; i++) // restore the inputs
         for (int64_t k = 0; k < c->in[i].x->numel; k++)
             put(c->in[i].x, k, orig[c->in[i].first + k]);
     double n = 0, a = 0;
@@ -401,6 +437,19 @@ static int collect(check *c)
                     "default eps and tolerances are meant for float64 "
                     "(for float32 try eps 1e-3, atol 1e-2, rtol 1e-2)\n",
                     i);
+        for (int j = 0; j < c->ninputs; j++) {
+            const tg_tensor *o = c->inputs[j];
+            if (j == i || !o || o->storage != x->storage)
+                continue;
+            tg_error("tg_gradcheck",
+                     "inputs %d and %d share memory%s\n"
+                     "  rule: perturbing an element of input %d must not "
+                     "change any other input\n"
+                     "  hint: pass a tensor once and use it twice inside f, "
+                     "or pass tg_clone(x)",
+                     i, j, o == x ? " (the same tensor twice)" : "", i);
+            return -1;
+        }
         checked *k = &c->in[c->nin++];
         k->x = x;
         k->index = i;
@@ -449,6 +498,14 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
                  c.o.eps, c.o.atol, c.o.rtol);
         return -1;
     }
+    if (!tg_is_grad_enabled()) {
+        tg_error("tg_gradcheck",
+                 "gradients are disabled here\n"
+                 "  rule: the analytical Jacobian needs the tape, which "
+                 "records nothing inside tg_no_grad_begin/end\n"
+                 "  hint: call tg_gradcheck outside the no_grad scope");
+        return -1;
+    }
     if (collect(&c) < 0)
         return -1;
     for (int i = 0; i < c.nin; i++) {
@@ -491,14 +548,19 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
     if (rc == 0)
         compare(&c, A, N);
     if (rc == 0 && c.r->passed) {
-        /* repeat with the all-ones gradient: every path is exercised */
+        /* a zero gradient gives zero, then the whole analytical pass
+         * again, compared exactly (N is free now) */
         double *ones = malloc((size_t)c.cols * sizeof *ones + 1);
-        rc = ones ? 0 : -1;
+        rc = ones ? 0 : out_of_memory();
         for (int64_t j = 0; rc == 0 && j < c.cols; j++)
             ones[j] = 1.0;
         if (rc == 0)
             rc = zero_and_repeat(&c, y, ones);
         free(ones);
+        if (rc == 0 && c.r->passed)
+            rc = analytical(&c, y, N);
+        if (rc == 0 && c.r->passed)
+            repeatable(&c, A, N);
     }
 out:
     free(A);

@@ -39,6 +39,7 @@ typedef struct tape {
     int no_grad_depth;
     tg_node *dying;         // nodes whose count reached zero, to free
     bool freeing;
+    const char *in_backward; // the node whose backward runs, or NULL
 } tape;
 
 static _Thread_local tape the_tape;
@@ -367,6 +368,20 @@ tg_tensor *tg_detach(const tg_tensor *x)
  * added in place so the grad tensor keeps its identity. Takes g. */
 static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
 {
+    if (*acc && (!tg_same_shape(*acc, g) || (*acc)->dtype != dtype)) {
+        char as[TG_SHAPE_STR_MAX], gs[TG_SHAPE_STR_MAX];
+        tg_error("tg_backward",
+                 "the existing .grad is a %s tensor of shape %s, the "
+                 "gradient a %s tensor of shape %s\n"
+                 "  rule: gradients accumulate into a .grad of the tensor's "
+                 "shape and dtype\n"
+                 "  hint: a .grad set by hand must match; tg_clear_grad(x) "
+                 "lets backward make it",
+                 tg_dtype_name((*acc)->dtype), tg_shape_str(*acc, as),
+                 tg_dtype_name(dtype), tg_shape_str(g, gs));
+        tg_release(g);
+        return -1;
+    }
     if (!*acc) {
         if (g->refcount == 1 && g->storage->refcount == 1 &&
             g->dtype == dtype && tg_is_contiguous(g)) {
@@ -422,6 +437,29 @@ static int check_node(const tg_node *n)
                  n->name, TG_MAX_SAVED);
         return -1;
     }
+    for (int i = 0; i < n->ninputs; i++) {
+        const tg_edge *e = &n->inputs[i];
+        const tg_tensor *grad = e->leaf ? e->leaf->grad : NULL;
+        if (!grad)
+            continue;
+        bool same = grad->dtype == e->dtype && grad->ndim == e->ndim;
+        for (int d = 0; same && d < e->ndim; d++)
+            same = grad->shape[d] == e->shape[d];
+        if (same)
+            continue;
+        char gs[TG_SHAPE_STR_MAX], es[TG_SHAPE_STR_MAX];
+        tg_shape_format(e->shape, e->ndim, es);
+        tg_error("tg_backward",
+                 "input %d of %s is a %s leaf of shape %s, but its .grad is "
+                 "%s of shape %s\n"
+                 "  rule: gradients accumulate into a .grad of the tensor's "
+                 "shape and dtype\n"
+                 "  hint: a .grad set by hand must match; tg_clear_grad(x) "
+                 "lets backward make it",
+                 i, n->name, tg_dtype_name(e->dtype), es,
+                 tg_dtype_name(grad->dtype), tg_shape_str(grad, gs));
+        return -1;
+    }
     for (int i = 0; i < n->nsaved; i++) {
         const tg_tensor *s = n->saved[i];
         if (s->storage->version == n->saved_version[i])
@@ -443,11 +481,33 @@ static int check_node(const tg_node *n)
 }
 
 /* Runs one node's backward and hands each input gradient on. */
-static int node_backward(tg_node *n)
+static bool wanted(const tg_backward_options *o, const tg_tensor *leaf)
+{
+    if (!o->inputs)
+        return true;
+    for (int i = 0; i < o->ninputs; i++)
+        if (o->inputs[i] == leaf)
+            return true;
+    return false;
+}
+
+static int node_backward(tg_node *n, const tg_backward_options *o)
 {
     tg_tensor *grads[TG_MAX_INPUTS] = {0};
-    if (n->backward(n, n->grad, grads) < 0)
+    tg_clear_error();
+    the_tape.in_backward = n->name;
+    int rc = n->backward(n, n->grad, grads);
+    the_tape.in_backward = NULL;
+    if (rc < 0) {
+        if (!*tg_last_error())
+            tg_error("tg_backward",
+                     "the backward of %s failed without saying why\n"
+                     "  rule: a backward that returns -1 reports the "
+                     "reason with tg_error\n"
+                     "  hint: look at the function that defines %s",
+                     n->name, n->name);
         goto fail;
+    }
     for (int i = 0; i < n->ninputs; i++) {
         tg_edge *e = &n->inputs[i];
         tg_tensor *g = grads[i];
@@ -482,12 +542,16 @@ static int node_backward(tg_node *n)
             if (!(g = cast))
                 goto fail;
         }
+        if (e->leaf && !wanted(o, e->leaf)) {
+            tg_release(g);
+            continue;
+        }
         int rc = e->node ? node_accumulate(e->node, g)
                          : grad_accumulate(&e->leaf->grad, g, e->dtype);
         if (rc < 0)
             goto fail;
     }
-    if (n->out && n->out->retains_grad) {
+    if (n->out && n->out->retains_grad && !o->inputs) {
         if (grad_accumulate(&n->out->grad, tg_retain(n->grad), n->out_dtype) <
             0)
             return -1;
@@ -544,19 +608,32 @@ int tg_backward(tg_tensor *root)
 
 int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
 {
-    static const tg_backward_options defaults = {NULL, false};
+    static const tg_backward_options defaults = {0};
     if (!opts)
         opts = &defaults;
-    if (!root)
+    if (!root || (opts->ninputs > 0 && !opts->inputs))
         return -1;
+    char rs[TG_SHAPE_STR_MAX];
+    if (the_tape.in_backward) {
+        tg_error("tg_backward",
+                 "called from inside the backward of %s\n"
+                 "  rule: a backward computes its inputs' gradients from "
+                 "what it saved; it cannot start another backward\n"
+                 "  hint: compute what you need in the forward and save "
+                 "it with tg_ctx_save",
+                 the_tape.in_backward);
+        return -1;
+    }
     if (!root->requires_grad) {
         tg_error("tg_backward",
-                 "the tensor does not require grad and has no grad_fn\n"
+                 "the tensor of shape %s does not require grad and has no "
+                 "grad_fn\n"
                  "  rule: backward needs a result computed, with gradients "
                  "enabled, from a leaf with requires_grad\n"
                  "  hint: call tg_set_requires_grad(w, true) on the "
                  "parameters before the forward pass, and do not compute "
-                 "the loss inside tg_no_grad_begin/end");
+                 "the loss inside tg_no_grad_begin/end",
+                 tg_shape_str(root, rs));
         return -1;
     }
     tg_no_grad_begin();
@@ -565,7 +642,10 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
     if (!g)
         goto out;
     if (!root->grad_fn) { // the root is a leaf
-        rc = grad_accumulate(&root->grad, g, root->dtype);
+        if (wanted(opts, root))
+            rc = grad_accumulate(&root->grad, g, root->dtype);
+        else
+            tg_release(g), rc = 0;
         goto out;
     }
 
@@ -580,9 +660,11 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         goto out;
     }
     root->grad_fn->mark = walk;
-    for (tg_node *n = root->grad_fn; n; n = n->prev) {
+    int64_t pending = 1; // marked, not yet reached: the walk stops at 0
+    for (tg_node *n = root->grad_fn; n && pending > 0; n = n->prev) {
         if (n->mark != walk)
             continue;
+        pending--;
         if (nmarked == cap) {
             tg_node **more = realloc(marked, (size_t)(cap *= 2) *
                                                  sizeof *marked);
@@ -596,9 +678,13 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         marked[nmarked++] = n;
         if (check_node(n) < 0)
             goto release;
-        for (int i = 0; i < n->ninputs; i++)
-            if (n->inputs[i].node)
-                n->inputs[i].node->mark = walk;
+        for (int i = 0; i < n->ninputs; i++) {
+            tg_node *in = n->inputs[i].node;
+            if (in && in->mark != walk) {
+                in->mark = walk;
+                pending++;
+            }
+        }
     }
 
     /* Pass 2: in reverse execution order, each node's gradient is complete
@@ -608,7 +694,7 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
     for (int64_t k = 0; rc == 0 && k < nmarked; k++) {
         tg_node *n = marked[k];
         if (n->grad) {
-            rc = node_backward(n);
+            rc = node_backward(n, opts);
             tg_release(n->grad);
             n->grad = NULL;
         }

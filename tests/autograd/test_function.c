@@ -252,3 +252,68 @@ TG_TEST(function, bad_definitions)
     tg_release(y);
     tg_release(x);
 }
+
+/* A forward that returns a tensor the program still holds (a cache). */
+static tg_tensor *cache;
+
+static tg_tensor *cached_forward(tg_ctx *ctx, const tg_tensor *const *in,
+                                 int n, const void *args)
+{
+    (void)ctx, (void)in, (void)n, (void)args;
+    return tg_retain(cache);
+}
+
+/* A backward that starts another backward: not allowed. */
+static tg_tensor *other_root;
+
+static int nested_backward(tg_ctx *ctx, const tg_tensor *g, tg_tensor **gi)
+{
+    (void)ctx;
+    if (tg_backward(other_root) < 0)
+        return -1;
+    gi[0] = tg_retain((tg_tensor *)g);
+    return 0;
+}
+
+static int silent_backward(tg_ctx *ctx, const tg_tensor *g, tg_tensor **gi)
+{
+    (void)ctx, (void)g, (void)gi;
+    return -1; // forgot to say why
+}
+
+TG_TEST(function, misuse_is_caught)
+{
+    tg_tensor *x = param();
+    const tg_tensor *in = x;
+
+    cache = tg_ones(TG_SHAPE(3), TG_FLOAT64);
+    tg_function f = {"CachedBackward", cached_forward, id_backward, 0};
+    tg_tensor *y = tg_function_apply(&f, &in, 1, NULL);
+    cr_assert_neq(y, cache, "the output is a tensor of its own");
+    cr_assert(tg_is_leaf(cache));
+    cr_assert_not(cache->requires_grad);
+    tg_release(y);
+    tg_release(cache);
+
+    tg_tensor *sq = tg_mul(x, x);
+    other_root = tg_sum(sq, NULL, 0, false);
+    f = (tg_function){"NestedBackward", id_forward, nested_backward, 0};
+    y = tg_function_apply(&f, &in, 1, NULL);
+    cr_assert_eq(tg_backward_ex(y, &(tg_backward_options){.grad = x}), -1);
+    tg_assert_error("tg_backward", "inside the backward of NestedBackward",
+                    "tg_ctx_save");
+    tg_release(y);
+    tg_release(other_root);
+    tg_release(sq);
+
+    f = (tg_function){"SilentBackward", id_forward, silent_backward, 0};
+    y = tg_function_apply(&f, &in, 1, NULL);
+    cr_assert_eq(tg_backward_ex(y, &(tg_backward_options){.grad = x}), -1);
+    tg_assert_error("tg_backward", "SilentBackward failed without saying why");
+    tg_release(y);
+
+    cr_assert_null(tg_function_apply(&square, NULL, 1, NULL));
+    tg_assert_error("tg_function_apply", "no array");
+    cr_assert_null(x->grad);
+    tg_release(x);
+}

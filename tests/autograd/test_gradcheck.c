@@ -282,3 +282,54 @@ TG_TEST(gradcheck, errors)
     tg_release(row);
     tg_release(c);
 }
+
+static tg_tensor *f_mul_by_ctx(tg_tensor *const *x, int n, void *ctx)
+{
+    (void)n;
+    return tg_mul(x[0], (const tg_tensor *)ctx);
+}
+
+TG_TEST(gradcheck, leaves_other_leaves_grads_alone)
+{
+    /* w requires grad but is not checked: backward must not touch it */
+    tg_tensor *x = leaf((double[]){1, 2, 3}, TG_SHAPE(3));
+    tg_tensor *w = leaf((double[]){0.5, 0.25, -1}, TG_SHAPE(3));
+    tg_gradcheck_result r;
+    cr_assert_eq(tg_gradcheck(f_mul_by_ctx, w, &x, 1, NULL, &r), 1, "%s",
+                 r.message);
+    cr_assert_null(w->grad);
+    tg_release(w);
+    tg_release(x);
+}
+
+TG_TEST(gradcheck, rejects_inputs_that_share_memory)
+{
+    tg_tensor *x = leaf((double[]){1, 2, 3}, TG_SHAPE(3));
+    tg_tensor *old = tg_zeros(TG_SHAPE(3), TG_FLOAT64);
+    x->grad = tg_retain(old);
+    tg_tensor *in[2] = {x, x};
+    cr_assert_eq(tg_gradcheck(f_mul, NULL, in, 2, NULL, NULL), -1);
+    tg_assert_error("tg_gradcheck", "inputs 0 and 1 share memory",
+                    "the same tensor twice", "tg_clone");
+    cr_assert_eq(x->grad, old, "the caller's grad is untouched");
+    tg_tensor *alias = tg_detach(x);
+    tg_set_requires_grad(alias, true);
+    in[1] = alias;
+    cr_assert_eq(tg_gradcheck(f_mul, NULL, in, 2, NULL, NULL), -1);
+    tg_assert_error("tg_gradcheck", "inputs 0 and 1 share memory");
+    tg_release(alias);
+    tg_release(old);
+    tg_release(x);
+}
+
+TG_TEST(gradcheck, needs_gradients_enabled)
+{
+    tg_tensor *x = leaf((double[]){1, 2, 3}, TG_SHAPE(3));
+    tg_tensor *in[2] = {x, x};
+    tg_no_grad_begin();
+    cr_assert_eq(tg_gradcheck(f_mul, NULL, in, 2, NULL, NULL), -1);
+    tg_no_grad_end();
+    tg_assert_error("tg_gradcheck", "gradients are disabled",
+                    "outside the no_grad scope");
+    tg_release(x);
+}

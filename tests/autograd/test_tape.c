@@ -461,3 +461,43 @@ TG_TEST(tape, training_loop_holds_memory_flat)
     tg_release(x);
     tg_generator_free(gen);
 }
+
+TG_TEST(tape, a_grad_set_by_hand_must_match)
+{
+    tg_tensor *w = param((double[]){1, 2, 3}, 3);
+    tg_tensor *y = tg_mul(w, w);
+    w->grad = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT64);
+    cr_assert_eq(backward_ones(y, true), -1);
+    tg_assert_error("tg_backward", "float64 leaf of shape (3,)",
+                    "float64 of shape (2, 3)", "tg_clear_grad");
+    tg_clear_grad(w);
+    w->grad = tg_zeros(TG_SHAPE(3), TG_INT64);
+    cr_assert_eq(backward_ones(y, true), -1);
+    tg_assert_error("tg_backward", "int64 of shape (3,)");
+    tg_clear_grad(w);
+    cr_assert_eq(backward_ones(y, false), 0, "%s", tg_last_error());
+    assert_grad(w, (double[]){2, 4, 6});
+    tg_release(y);
+    tg_release(w);
+}
+
+TG_TEST(tape, backward_to_chosen_inputs_only)
+{
+    /* as torch.autograd.grad(L, [a]): b's grad and h's retained grad stay
+     * untouched */
+    tg_tensor *a = param((double[]){1, 2}, 2);
+    tg_tensor *b = param((double[]){3, 4}, 2);
+    tg_tensor *h = tg_mul(a, b);
+    tg_retain_grad(h);
+    tg_tensor *g = tg_ones_like(h);
+    tg_tensor *only_a[] = {a};
+    tg_backward_options o = {.grad = g, .inputs = only_a, .ninputs = 1};
+    cr_assert_eq(tg_backward_ex(h, &o), 0);
+    assert_grad(a, (double[]){3, 4});
+    cr_assert_null(b->grad);
+    cr_assert_null(h->grad);
+    tg_release(g);
+    tg_release(h);
+    tg_release(b);
+    tg_release(a);
+}

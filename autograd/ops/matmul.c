@@ -67,13 +67,16 @@ static void mismatch_error(const tg_tensor *a, const tg_tensor *b,
                                     : "a.shape[-1] must equal b.shape[-2]";
     bool fix_b = b->ndim >= 2 && b->shape[b->ndim - 1] == ka;
     bool fix_a = a->ndim >= 2 && a->shape[a->ndim - 2] == kb;
-    const char *hint = (!fix_b && fix_a)
-                           ? "\n  hint: did you mean "
-                             "tg_matmul(tg_transpose(a, -1, -2), b)?"
-                       : b->ndim >= 2 ? "\n  hint: did you mean "
-                                        "tg_matmul(a, tg_transpose(b, -1, "
-                                        "-2))?"
-                                      : "";
+    /* Suggest a transpose only where it would make the sizes agree. */
+    const char *hint = fix_b ? "\n  hint: did you mean "
+                               "tg_matmul(a, tg_transpose(b, -1, -2))?"
+                       : fix_a ? "\n  hint: did you mean "
+                                 "tg_matmul(tg_transpose(a, -1, -2), b)?"
+                       : b->ndim >= 2
+                           ? "\n  hint: (n, k) @ (k, m) gives (n, m); "
+                             "check which dims of a and b should be the "
+                             "shared k"
+                           : "";
     tg_error("tg_matmul",
              "cannot multiply %s by %s\n"
              "  rule: %s, but %lld != %lld%s",

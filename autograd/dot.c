@@ -13,8 +13,8 @@
  *               its shape)
  *   (one-element tensors and gradients also show their value)
  *   root     -> drawn with a thick green outline
- *   freed    -> dashed, "(freed by backward)": its saved tensors and edges
- *               are gone, so the walk stops there
+ *   freed    -> dashed, "(freed by backward)": its saved tensors are
+ *               gone, so another backward cannot pass through it
  *
  * Edges point the way data flows, from an input to the op that used it.
  * Inputs that needed no gradient (constants) are not on the tape and are

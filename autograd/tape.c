@@ -18,9 +18,9 @@
  * one for each later node that links to it. When the count reaches zero
  * the node releases what it saved and its links, which may free the nodes
  * before it; that cascade also runs as a loop. Backward additionally
- * "frees" the nodes it walked (drops their saved tensors and links) unless
- * asked to keep them; such a node stays, empty, while its output lives, so
- * a second backward through it is caught with a clear message.
+ * releases the tensors saved by the nodes it walked, unless asked to keep
+ * them (PyTorch's retain_graph=False); such a node stays while its output
+ * lives, so a second backward through it is caught with a clear message.
  *
  * Not here: the ops' own backward functions (autograd/ops/), custom
  * functions (function.c), gradcheck (gradcheck.c), Graphviz (dot.c).
@@ -63,6 +63,20 @@ void tg_no_grad_end(void)
 bool tg_is_grad_enabled(void)
 {
     return the_tape.no_grad_depth == 0;
+}
+
+/* What backward frees, as PyTorch's retain_graph=False: the saved tensors.
+ * A node that saved some can no longer run its backward; one that saved
+ * none (add, a view) still can, so a second backward may pass through it.
+ * The links stay until the node dies. */
+static void node_release_saved(tg_node *n)
+{
+    for (int i = 0; i < n->nsaved; i++) {
+        tg_release(n->saved[i]);
+        n->saved[i] = NULL;
+    }
+    if (n->nsaved > 0)
+        n->freed = true;
 }
 
 /* Drops a node's saved tensors and links (its inputs may die with it). */
@@ -130,7 +144,8 @@ static const char *grad_fn_name(const tg_node *n)
     return n->name;
 }
 
-static const tg_autograd_hooks hooks = {tensor_freed, grad_fn_name};
+static const tg_autograd_hooks hooks = {tensor_freed, grad_fn_name,
+                                        tg_is_grad_enabled};
 
 const char *tg_grad_fn_name(const tg_tensor *x)
 {
@@ -313,6 +328,7 @@ int tg_set_requires_grad(tg_tensor *x, bool requires_grad)
                  tg_dtype_name(x->dtype));
         return -1;
     }
+    tg_set_autograd_hooks(&hooks); // in-place writes now ask grad mode
     x->requires_grad = requires_grad;
     return 0;
 }
@@ -420,8 +436,8 @@ static int check_node(const tg_node *n)
         tg_error("tg_backward",
                  "the tape through %s was already freed by an earlier "
                  "backward\n"
-                 "  rule: backward frees the part of the tape it walked, "
-                 "with everything it saved (PyTorch's retain_graph=False)\n"
+                 "  rule: backward releases the tensors the nodes it "
+                 "walked saved (PyTorch's retain_graph=False)\n"
                  "  hint: set keep_tape in tg_backward_options for the "
                  "first backward, or run the forward pass again",
                  n->name);
@@ -707,10 +723,8 @@ release:
         tg_node *n = marked[k];
         tg_release(n->grad);
         n->grad = NULL;
-        if (rc == 0 && !opts->keep_tape) {
-            node_empty(n);
-            n->freed = true;
-        }
+        if (rc == 0 && !opts->keep_tape)
+            node_release_saved(n);
     }
     for (int64_t k = 0; k < nmarked; k++)
         tg_node_unref(marked[k]);

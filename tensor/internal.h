@@ -230,8 +230,15 @@ tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b);
 typedef struct tg_autograd_hooks {
     void (*tensor_freed)(tg_tensor *t);              // t->grad_fn != NULL
     const char *(*grad_fn_name)(const struct tg_node *node);
+    bool (*grad_enabled)(void);                      // this thread's mode
 } tg_autograd_hooks;
 void tg_set_autograd_hooks(const tg_autograd_hooks *hooks);
 const tg_autograd_hooks *tg_get_autograd_hooks(void); // NULL until set
+
+/* In-place writes (set, fill_, copy_, uniform_, normal_) into a tensor that
+ * requires grad are refused while gradients are enabled, as PyTorch: the
+ * tape does not see them, so gradients through the tensor would be wrong.
+ * True when the write may go ahead; else an error naming fn. */
+bool tg_write_allowed(const char *fn, const tg_tensor *x);
 
 #endif

@@ -532,7 +532,7 @@ static tg_tensor *alloc_float(const char *fn, const int64_t *shape, int ndim,
 int tg_uniform_(tg_tensor *x, double from, double to, tg_generator *g)
 {
     const char *fn = "tg_uniform_";
-    if (!x)
+    if (!x || !tg_write_allowed(fn, x))
         return -1;
     if (!check_float_tensor(fn, x, "uniform samples"))
         return -1;
@@ -581,7 +581,7 @@ int tg_uniform_(tg_tensor *x, double from, double to, tg_generator *g)
 int tg_normal_(tg_tensor *x, double mean, double std, tg_generator *g)
 {
     const char *fn = "tg_normal_";
-    if (!x)
+    if (!x || !tg_write_allowed(fn, x))
         return -1;
     if (!check_float_tensor(fn, x, "normal samples"))
         return -1;

@@ -123,6 +123,32 @@ const tg_autograd_hooks *tg_get_autograd_hooks(void)
     return atomic_load(&autograd_hooks);
 }
 
+bool tg_write_allowed(const char *fn, const tg_tensor *x)
+{
+    const tg_autograd_hooks *h = tg_get_autograd_hooks();
+    if (!x->requires_grad || !h || !h->grad_enabled())
+        return true;
+    if (!x->grad_fn) {
+        tg_error(fn,
+                 "cannot write in place into a leaf that requires grad\n"
+                 "  rule: the tape does not record in-place writes, so "
+                 "gradients would no longer match the values (PyTorch "
+                 "refuses too)\n"
+                 "  hint: update parameters inside tg_no_grad_begin() / "
+                 "tg_no_grad_end(), as an optimiser step does");
+        return false;
+    }
+    tg_error(fn,
+             "cannot write in place into a tensor made by %s\n"
+             "  rule: the tape does not record in-place writes, so "
+             "backward would differentiate values that are gone\n"
+             "  hint: build a new tensor instead (tg_where, or tg_mul by "
+             "a mask), or write into tg_detach(x) if no gradient should "
+             "flow through it",
+             h->grad_fn_name(x->grad_fn));
+    return false;
+}
+
 tg_tensor *tg_retain(tg_tensor *t)
 {
     if (t)
@@ -462,7 +488,7 @@ int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
 
 int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value)
 {
-    if (!x)
+    if (!x || !tg_write_allowed("tg_set", x))
         return -1;
     int64_t off = index_offset("tg_set", x, index, nindex);
     if (off < 0)
@@ -558,7 +584,7 @@ static void copy_unchecked(tg_tensor *dst, const tg_tensor *src)
 
 int tg_fill_(tg_tensor *x, double value)
 {
-    if (!x)
+    if (!x || !tg_write_allowed("tg_fill_", x))
         return -1;
     tg_tensor *v = tg_scalar(value, x->dtype);
     if (!v)
@@ -571,7 +597,7 @@ int tg_fill_(tg_tensor *x, double value)
 
 int tg_copy_(tg_tensor *dst, const tg_tensor *src)
 {
-    if (!dst || !src)
+    if (!dst || !src || !tg_write_allowed("tg_copy_", dst))
         return -1;
     int64_t shape[TG_MAX_DIMS];
     int n;

@@ -173,9 +173,9 @@ TG_TEST(tape, backward_frees_the_tape_unless_kept)
     cr_assert_eq(backward_ones(L, false), 0, "%s", tg_last_error());
     assert_grad(w, (double[]){8, 16}); // 2 * (4w)
     cr_assert_eq(backward_ones(L, false), -1);
-    tg_assert_error("tg_backward", "already freed", "AddBackward0",
+    tg_assert_error("tg_backward", "already freed", "MulBackward0",
                     "keep_tape");
-    /* The walked nodes stay (empty) while their outputs live. */
+    /* The walked nodes stay while their outputs live. */
     cr_assert_eq(tg_tape_size(), 2);
     tg_release(L);
     cr_assert_eq(tg_tape_size(), 1);
@@ -500,4 +500,57 @@ TG_TEST(tape, backward_to_chosen_inputs_only)
     tg_release(h);
     tg_release(b);
     tg_release(a);
+}
+
+TG_TEST(tape, a_second_backward_may_pass_nodes_that_saved_nothing)
+{
+    /* As PyTorch: backward releases saved tensors, so only nodes that
+     * saved some refuse a second walk. y = w + w saves nothing. */
+    tg_tensor *w = param((double[]){1, 2}, 2);
+    tg_tensor *y = tg_add(w, w);
+    tg_tensor *L1 = tg_add_scalar(y, 1.0);
+    tg_tensor *L2 = tg_mul(y, y);
+    cr_assert_eq(backward_ones(L1, false), 0);
+    cr_assert_eq(backward_ones(L1, false), 0, "%s", tg_last_error());
+    cr_assert_eq(backward_ones(L2, false), 0, "%s", tg_last_error());
+    assert_grad(w, (double[]){2 + 2 + 8 * 1, 2 + 2 + 8 * 2}); // 2y * 2
+    cr_assert_eq(backward_ones(L2, false), -1);
+    tg_assert_error("tg_backward", "MulBackward0", "already freed");
+    tg_release(L2);
+    tg_release(L1);
+    tg_release(y);
+    tg_release(w);
+}
+
+TG_TEST(tape, in_place_writes_into_the_graph_are_refused)
+{
+    /* The tape cannot see in-place writes: PyTorch refuses them on leaves
+     * that require grad, and records them on other tensors; tapegrad
+     * refuses both while gradients are enabled. */
+    tg_tensor *w = param((double[]){1, 2, 3}, 3);
+    tg_tensor *y = tg_mul_scalar(w, 2.0);
+    cr_assert_eq(tg_set(y, (int64_t[]){0}, 1, 5.0), -1);
+    tg_assert_error("tg_set", "made by MulBackward0", "tg_where",
+                    "tg_detach");
+    cr_assert_eq(tg_fill_(w, 0.0), -1);
+    tg_assert_error("tg_fill_", "leaf that requires grad",
+                    "tg_no_grad_begin");
+    tg_tensor *z = tg_zeros(TG_SHAPE(3), TG_FLOAT64);
+    cr_assert_eq(tg_copy_(y, z), -1);
+    tg_assert_error("tg_copy_", "MulBackward0");
+    cr_assert_eq(tg_uniform_(w, 0, 1, NULL), -1);
+    tg_assert_error("tg_uniform_", "leaf that requires grad");
+    cr_assert_eq(tg_normal_(y, 0, 1, NULL), -1);
+    tg_assert_error("tg_normal_", "made by MulBackward0");
+    /* Allowed: under no_grad (an optimiser step), and into a detached
+     * alias (no gradient flows through it by choice). */
+    tg_no_grad_begin();
+    cr_assert_eq(tg_fill_(w, 1.0), 0);
+    tg_no_grad_end();
+    tg_tensor *d = tg_detach(z);
+    cr_assert_eq(tg_fill_(d, 3.0), 0);
+    tg_release(d);
+    tg_release(z);
+    tg_release(y);
+    tg_release(w);
 }

@@ -382,19 +382,34 @@ tg_tensor *tg_detach(const tg_tensor *x)
 /* *acc += g for a gradient that belongs to a tensor (a leaf's or a
  * retained one's ->grad): a private contiguous copy the first time, then
  * added in place so the grad tensor keeps its identity. Takes g. */
+/* An existing ->grad (grad, may be NULL) can take gradients of this dtype
+ * and shape; else an error naming whose grad it is. */
+static bool grad_slot_ok(const tg_tensor *grad, tg_dtype dtype,
+                         const int64_t *shape, int ndim, const char *whose)
+{
+    if (!grad)
+        return true;
+    bool same = grad->dtype == dtype && grad->ndim == ndim;
+    for (int d = 0; same && d < ndim; d++)
+        same = grad->shape[d] == shape[d];
+    if (same)
+        return true;
+    char gs[TG_SHAPE_STR_MAX], es[TG_SHAPE_STR_MAX];
+    tg_shape_format(shape, ndim, es);
+    tg_error("tg_backward",
+             "%s is %s of shape %s, but its .grad is %s of shape %s\n"
+             "  rule: gradients accumulate into a .grad of the tensor's "
+             "shape and dtype\n"
+             "  hint: a .grad set by hand must match; tg_clear_grad(x) lets "
+             "backward make it",
+             whose, tg_dtype_name(dtype), es, tg_dtype_name(grad->dtype),
+             tg_shape_str(grad, gs));
+    return false;
+}
+
 static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
 {
-    if (*acc && (!tg_same_shape(*acc, g) || (*acc)->dtype != dtype)) {
-        char as[TG_SHAPE_STR_MAX], gs[TG_SHAPE_STR_MAX];
-        tg_error("tg_backward",
-                 "the existing .grad is a %s tensor of shape %s, the "
-                 "gradient a %s tensor of shape %s\n"
-                 "  rule: gradients accumulate into a .grad of the tensor's "
-                 "shape and dtype\n"
-                 "  hint: a .grad set by hand must match; tg_clear_grad(x) "
-                 "lets backward make it",
-                 tg_dtype_name((*acc)->dtype), tg_shape_str(*acc, as),
-                 tg_dtype_name(dtype), tg_shape_str(g, gs));
+    if (!grad_slot_ok(*acc, dtype, g->shape, g->ndim, "the tensor")) {
         tg_release(g);
         return -1;
     }
@@ -455,26 +470,11 @@ static int check_node(const tg_node *n)
     }
     for (int i = 0; i < n->ninputs; i++) {
         const tg_edge *e = &n->inputs[i];
-        const tg_tensor *grad = e->leaf ? e->leaf->grad : NULL;
-        if (!grad)
-            continue;
-        bool same = grad->dtype == e->dtype && grad->ndim == e->ndim;
-        for (int d = 0; same && d < e->ndim; d++)
-            same = grad->shape[d] == e->shape[d];
-        if (same)
-            continue;
-        char gs[TG_SHAPE_STR_MAX], es[TG_SHAPE_STR_MAX];
-        tg_shape_format(e->shape, e->ndim, es);
-        tg_error("tg_backward",
-                 "input %d of %s is a %s leaf of shape %s, but its .grad is "
-                 "%s of shape %s\n"
-                 "  rule: gradients accumulate into a .grad of the tensor's "
-                 "shape and dtype\n"
-                 "  hint: a .grad set by hand must match; tg_clear_grad(x) "
-                 "lets backward make it",
-                 i, n->name, tg_dtype_name(e->dtype), es,
-                 tg_dtype_name(grad->dtype), tg_shape_str(grad, gs));
-        return -1;
+        char whose[96];
+        snprintf(whose, sizeof whose, "input %d of %s, a leaf,", i, n->name);
+        if (e->leaf &&
+            !grad_slot_ok(e->leaf->grad, e->dtype, e->shape, e->ndim, whose))
+            return -1;
     }
     for (int i = 0; i < n->nsaved; i++) {
         const tg_tensor *s = n->saved[i];

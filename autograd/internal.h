@@ -22,7 +22,7 @@
  * A backward receives dL/d(out) (borrowed, out's shape, any layout) and
  * stores NEW references in grads[i] for the inputs where
  * tg_node_needs_grad(node, i); NULL means a zero gradient. Each gradient
- * must have its input's shape (tg_sum_to_shape reduces a broadcast one);
+ * must have its input's shape (tg_sum_to_input reduces a broadcast one);
  * the engine converts the dtype. Backward runs with gradients disabled, so
  * it may use any op. Returns 0, or -1 after tg_error.
  */
@@ -80,5 +80,8 @@ tg_dtype tg_node_input_dtype(const tg_node *node, int i);
  * shapes already match. New reference. */
 tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
                            int ndim);
+/* tg_sum_to_shape to input i's forward-time shape: the gradient of a
+ * broadcast operand. New reference. */
+tg_tensor *tg_sum_to_input(const tg_node *node, const tg_tensor *g, int i);
 
 #endif

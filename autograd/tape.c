@@ -757,3 +757,10 @@ tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
     tg_release(s);
     return r;
 }
+
+tg_tensor *tg_sum_to_input(const tg_node *node, const tg_tensor *g, int i)
+{
+    int ndim;
+    const int64_t *shape = tg_node_input_shape(node, i, &ndim);
+    return tg_sum_to_shape(g, shape, ndim);
+}

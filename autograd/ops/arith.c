@@ -28,19 +28,12 @@ TG_BINARY_LOOP(add_i64, int64_t, int64_t, (int64_t)((uint64_t)a + (uint64_t)b))
 static const tg_elementwise_kernel add_kernel = {add_f32, add_f64, add_i64,
                                                  false};
 
-/* Gradient g of out, reduced to input i's shape. */
-static tg_tensor *to_input(const tg_node *node, const tg_tensor *g, int i)
-{
-    int ndim;
-    const int64_t *shape = tg_node_input_shape(node, i, &ndim);
-    return tg_sum_to_shape(g, shape, ndim);
-}
-
 /* forward: out = a + b, so da = g, db = g (summed over broadcast dims) */
 static int add_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
 {
     for (int i = 0; i < 2; i++)
-        if (tg_node_needs_grad(node, i) && !(grads[i] = to_input(node, g, i)))
+        if (tg_node_needs_grad(node, i) &&
+            !(grads[i] = tg_sum_to_input(node, g, i)))
             return -1;
     return 0;
 }
@@ -70,10 +63,11 @@ static const tg_elementwise_kernel sub_kernel = {sub_f32, sub_f64, sub_i64,
  * broadcast dims). saved: nothing */
 static int sub_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
 {
-    if (tg_node_needs_grad(node, 0) && !(grads[0] = to_input(node, g, 0)))
+    if (tg_node_needs_grad(node, 0) &&
+        !(grads[0] = tg_sum_to_input(node, g, 0)))
         return -1;
     if (tg_node_needs_grad(node, 1)) {
-        tg_tensor *gb = to_input(node, g, 1);
+        tg_tensor *gb = tg_sum_to_input(node, g, 1);
         grads[1] = tg_neg(gb);
         tg_release(gb);
         if (!grads[1])
@@ -116,7 +110,7 @@ static int mul_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         if (!tg_node_needs_grad(node, i))
             continue;
         tg_tensor *full = tg_mul(g, tg_node_saved(node, 1 - i));
-        grads[i] = to_input(node, full, i);
+        grads[i] = tg_sum_to_input(node, full, i);
         tg_release(full);
         if (!grads[i])
             return -1;
@@ -159,7 +153,7 @@ static int div_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
     const tg_tensor *b = tg_node_saved(node, 0);
     if (tg_node_needs_grad(node, 0)) {
         tg_tensor *full = tg_div(g, b);
-        grads[0] = to_input(node, full, 0);
+        grads[0] = tg_sum_to_input(node, full, 0);
         tg_release(full);
         if (!grads[0])
             return -1;
@@ -169,7 +163,7 @@ static int div_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         tg_tensor *q = tg_div(out, b);
         tg_tensor *gq = tg_mul(g, q);
         tg_tensor *full = tg_neg(gq);
-        grads[1] = to_input(node, full, 1);
+        grads[1] = tg_sum_to_input(node, full, 1);
         tg_release(q);
         tg_release(gq);
         tg_release(full);
@@ -252,7 +246,7 @@ static int pow_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         tg_tensor *gs = tg_mul(g, slope);
         tg_tensor *b0 = tg_eq_scalar(b, 0.0);
         tg_tensor *full = tg_where(b0, zero, gs);
-        grads[0] = to_input(node, full, 0);
+        grads[0] = tg_sum_to_input(node, full, 0);
         tg_release(bm1);
         tg_release(p);
         tg_release(slope);
@@ -271,7 +265,7 @@ static int pow_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         tg_tensor *limit = tg_mul(a0, bpos); // int64 0/1: a == 0 and b >= 0
         tg_tensor *safe = tg_where(limit, zero, slope);
         tg_tensor *full = tg_mul(g, safe);
-        grads[1] = to_input(node, full, 1);
+        grads[1] = tg_sum_to_input(node, full, 1);
         tg_release(ln);
         tg_release(slope);
         tg_release(a0);
@@ -402,7 +396,7 @@ static int extremum_backward(tg_node *node, const tg_tensor *g,
         const tg_tensor *mine = i == 0 ? a : b, *other = i == 0 ? b : a;
         tg_tensor *loses = is_max ? tg_lt(mine, other) : tg_gt(mine, other);
         tg_tensor *full = tg_where(loses, zero, shared);
-        grads[i] = to_input(node, full, i);
+        grads[i] = tg_sum_to_input(node, full, i);
         tg_release(loses);
         tg_release(full);
         if (!grads[i])

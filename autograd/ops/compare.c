@@ -115,9 +115,7 @@ static int where_backward(tg_node *node, const tg_tensor *g,
             continue;
         tg_tensor *full = i == 0 ? tg_where(mask, g, zero)
                                  : tg_where(mask, zero, g);
-        int ndim;
-        const int64_t *shape = tg_node_input_shape(node, i, &ndim);
-        grads[i] = tg_sum_to_shape(full, shape, ndim);
+        grads[i] = tg_sum_to_input(node, full, i);
         tg_release(full);
         if (!grads[i])
             rc = -1;

@@ -549,10 +549,8 @@ tg_tensor *tg_unsqueeze(const tg_tensor *x, int dim)
 static int expand_backward(tg_node *node, const tg_tensor *g,
                            tg_tensor **grads)
 {
-    int ndim;
-    const int64_t *shape = tg_node_input_shape(node, 0, &ndim);
     if (tg_node_needs_grad(node, 0) &&
-        !(grads[0] = tg_sum_to_shape(g, shape, ndim)))
+        !(grads[0] = tg_sum_to_input(node, g, 0)))
         return -1;
     return 0;
 }

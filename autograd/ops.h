@@ -1,6 +1,7 @@
 /*
  * autograd/ops.h - the operations a user calls on tensors: views,
- * elementwise maths with broadcasting, reductions, softmax and matmul.
+ * elementwise maths with broadcasting, reductions, softmax, matmul, and
+ * LayerNorm and BatchNorm.
  *
  * Each op lives in one file of autograd/ops/ with its forward, its math and
  * (as the tape grows) its backward. Semantics follow PyTorch: same shapes,
@@ -154,6 +155,97 @@ tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);
 /* As torch.matmul: 1-D @ 1-D is a dot product (0-d); 2-D @ 2-D is a matrix
  * product; a 1-D operand gains then loses a dim; batch dims broadcast. */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
+
+
+/* ---------------------------------------------------------- normalisation */
+/* docs/normalization.md derives both backwards step by step. Each op also
+ * has a _composed form built from the primitive ops above (mean, sub, mul,
+ * rsqrt, ...), which the tape differentiates: the plain reference that the
+ * fused op is tested against, and the version to read first. The composed
+ * forms follow the same rules and checks. */
+
+/* As torch.nn.functional.layer_norm. Each of the M leading positions of x
+ * is one row of N = prod(normalized_shape) elements; the trailing
+ * `ndim` dims of x must equal normalized_shape:
+ *   mean = sum(row) / N
+ *   var  = sum((row - mean)^2) / N                 (biased)
+ *   rstd = 1 / sqrt(var + eps)
+ *   y    = (row - mean) * rstd * weight + bias
+ * weight and bias have shape normalized_shape and the dtype of x; either
+ * may be NULL (no affine part). Statistics accumulate in double, two-pass.
+ * Saves x, weight and the per-row mean and rstd; records
+ * NativeLayerNormBackward0. eps >= 0 (PyTorch's default is 1e-5). */
+tg_tensor *tg_layer_norm(const tg_tensor *x, const int64_t *normalized_shape,
+                         int ndim, const tg_tensor *weight,
+                         const tg_tensor *bias, double eps);
+/* The same, also giving the statistics as torch.native_layer_norm does:
+ * *mean and *rstd (NEW references, when the pointers are not NULL) have
+ * x's leading dims followed by `ndim` ones, and x's dtype. They carry no
+ * gradient. */
+tg_tensor *tg_layer_norm_ex(const tg_tensor *x,
+                            const int64_t *normalized_shape, int ndim,
+                            const tg_tensor *weight, const tg_tensor *bias,
+                            double eps, tg_tensor **mean, tg_tensor **rstd);
+/* tg_layer_norm built from primitive ops (mean, sub, mul, rsqrt, ...). */
+tg_tensor *tg_layer_norm_composed(const tg_tensor *x,
+                                  const int64_t *normalized_shape, int ndim,
+                                  const tg_tensor *weight,
+                                  const tg_tensor *bias, double eps);
+
+typedef struct tg_batch_norm_options {
+    /* true: normalise with this batch's statistics and update the running
+     * ones; false: normalise with the running statistics. */
+    bool training;
+    /* running = (1 - momentum) * running + momentum * batch statistic, in
+     * [0, 1]. PyTorch's default is 0.1; its momentum=None (a cumulative
+     * average) is 1 / num_batches_tracked, which the modules compute. */
+    double momentum;
+    double eps; // inside the sqrt; default 1e-5
+    /* The variance used to normalise in training: sum((x - mean)^2) /
+     * (n - correction). 0 (default) is PyTorch's biased variance; 1 is the
+     * unbiased variance that makemore part 4 uses, whose backward has an
+     * extra factor n / (n - 1). The running variance is always unbiased. */
+    int64_t correction;
+} tg_batch_norm_options;
+/* training true, momentum 0.1, eps 1e-5, correction 0. */
+tg_batch_norm_options tg_batch_norm_defaults(void);
+
+/* As torch.nn.functional.batch_norm(x, running_mean, running_var, weight,
+ * bias, training, momentum, eps). x is (N, C), (N, C, L), (N, C, H, W) or
+ * any (N, C, ...): channel is dim 1 and each channel's statistics run over
+ * the n = numel / C values of every other dim:
+ *   mean_c = sum(x_c) / n,  var_c = sum((x_c - mean_c)^2) / n   (biased)
+ *   y      = (x - mean_c) / sqrt(var_c + eps) * weight_c + bias_c
+ * and in training, in place (no gradient flows into them):
+ *   running_mean = (1 - momentum) * running_mean + momentum * mean_c
+ *   running_var  = (1 - momentum) * running_var
+ *                  + momentum * var_c * n / (n - 1)          (unbiased)
+ * In eval (training false) y uses running_mean and running_var instead.
+ * running_mean and running_var are float tensors of shape (C,) that need
+ * no gradient; both NULL means no running statistics (then training must
+ * be true). weight and bias: (C,), x's dtype, or NULL. Training with n == 1
+ * is an error, as in PyTorch. Records NativeBatchNormBackward0. */
+tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
+                         tg_tensor *running_var, const tg_tensor *weight,
+                         const tg_tensor *bias, bool training,
+                         double momentum, double eps);
+/* The same with options (NULL: tg_batch_norm_defaults()), also giving the
+ * statistics used to normalise, as torch.native_batch_norm: *mean and
+ * *invstd (NEW references when the pointers are not NULL) of shape (C,)
+ * and x's dtype; in eval they come from the running statistics. */
+tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
+                            tg_tensor *running_var, const tg_tensor *weight,
+                            const tg_tensor *bias,
+                            const tg_batch_norm_options *opts,
+                            tg_tensor **mean, tg_tensor **invstd);
+/* tg_batch_norm_ex built from primitive ops, step by step as makemore
+ * part 4 writes it (bnmeani, bndiff, bndiff2, bnvar, bnvar_inv, bnraw). */
+tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
+                                  tg_tensor *running_mean,
+                                  tg_tensor *running_var,
+                                  const tg_tensor *weight,
+                                  const tg_tensor *bias,
+                                  const tg_batch_norm_options *opts);
 
 #ifdef __cplusplus
 }

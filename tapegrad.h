@@ -3,7 +3,8 @@
  *
  * tapegrad is a small tensor library with a tape-based autograd engine,
  * written to be read: tensor/ holds storage, views and kernels; autograd/
- * holds the operations and the tape that differentiates them.
+ * holds the operations and the tape that differentiates them; nn/ holds
+ * the layers (modules with parameters and state).
  */
 #ifndef TAPEGRAD_H
 #define TAPEGRAD_H
@@ -11,6 +12,7 @@
 #include "tensor/tensor.h"
 #include "autograd/ops.h"
 #include "autograd/autograd.h"
+#include "nn/nn.h"
 
 #define TAPEGRAD_VERSION "0.1.0"
 

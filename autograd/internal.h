@@ -84,4 +84,10 @@ tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
  * broadcast operand. New reference. */
 tg_tensor *tg_sum_to_input(const tg_node *node, const tg_tensor *g, int i);
 
+/* BatchNorm's momentum in [0, 1], eps finite >= 0, correction 0 or 1.
+ * Returns 0, or -1 with an error naming fn (autograd/ops/batch_norm.c;
+ * nn/norm.c checks a layer's settings with it when building it). */
+int tg_batch_norm_options_check(const char *fn,
+                                const tg_batch_norm_options *o);
+
 #endif

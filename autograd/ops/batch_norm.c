@@ -60,6 +60,41 @@ static int channel_param_check(const char *fn, const char *name,
     return 0;
 }
 
+/* Checks momentum, eps and correction (shared with the modules, which
+ * check at construction). Returns 0, or -1 with an error naming fn. */
+int tg_batch_norm_options_check(const char *fn,
+                                const tg_batch_norm_options *o)
+{
+    if (!(o->momentum >= 0.0 && o->momentum <= 1.0)) {
+        tg_error(fn,
+                 "momentum is %g\n"
+                 "  rule: momentum is in [0, 1]: running = (1 - momentum) "
+                 "* running + momentum * batch\n"
+                 "  hint: PyTorch's default is 0.1",
+                 o->momentum);
+        return -1;
+    }
+    if (!(o->eps >= 0.0) || isinf(o->eps)) {
+        tg_error(fn,
+                 "eps is %g\n"
+                 "  rule: eps is a finite number >= 0, added to the "
+                 "variance inside the sqrt\n"
+                 "  hint: PyTorch's default is 1e-5",
+                 o->eps);
+        return -1;
+    }
+    if (o->correction != 0 && o->correction != 1) {
+        tg_error(fn,
+                 "correction is %lld\n"
+                 "  rule: the training variance divides by n - correction "
+                 "with correction 0 (biased, PyTorch) or 1 (unbiased, "
+                 "makemore part 4)",
+                 (long long)o->correction);
+        return -1;
+    }
+    return 0;
+}
+
 /* Checks the arguments of every BatchNorm entry point and fills the
  * layout. Returns 0, or -1 (with an error unless x was NULL). */
 static int batch_norm_check(const char *fn, const tg_tensor *x,
@@ -89,33 +124,8 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
                  tg_shape_str(x, sx), x->ndim, x->ndim == 1 ? "" : "s");
         return -1;
     }
-    if (!(o->momentum >= 0.0 && o->momentum <= 1.0)) {
-        tg_error(fn,
-                 "momentum is %g\n"
-                 "  rule: momentum is in [0, 1]: running = (1 - momentum) "
-                 "* running + momentum * batch\n"
-                 "  hint: PyTorch's default is 0.1",
-                 o->momentum);
+    if (tg_batch_norm_options_check(fn, o) < 0)
         return -1;
-    }
-    if (!(o->eps >= 0.0) || isinf(o->eps)) {
-        tg_error(fn,
-                 "eps is %g\n"
-                 "  rule: eps is a finite number >= 0, added to the "
-                 "variance inside the sqrt\n"
-                 "  hint: PyTorch's default is 1e-5",
-                 o->eps);
-        return -1;
-    }
-    if (o->correction != 0 && o->correction != 1) {
-        tg_error(fn,
-                 "correction is %lld\n"
-                 "  rule: the training variance divides by n - correction "
-                 "with correction 0 (biased, PyTorch) or 1 (unbiased, "
-                 "makemore part 4)",
-                 (long long)o->correction);
-        return -1;
-    }
     if ((running_mean == NULL) != (running_var == NULL)) {
         tg_error(fn,
                  "running_%s is given but running_%s is NULL\n"

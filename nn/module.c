@@ -1,0 +1,465 @@
+/*
+ * nn/module.c - the module object: named parameters, buffers and children
+ * in registration order, train/eval mode, lookup by dotted name, dtype
+ * conversion and PyTorch-style printing. The layers themselves (norm.c,
+ * ...) are types built on this; nothing here knows any particular layer.
+ */
+#include "nn.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum slot_kind { SLOT_PARAMETER, SLOT_BUFFER, SLOT_CHILD } slot_kind;
+
+/* One registered name. */
+typedef struct slot {
+    slot_kind kind;
+    char name[TG_NAME_MAX];
+    tg_tensor *tensor; // parameters and buffers (owned reference)
+    tg_module *child;  // children (owned)
+} slot;
+
+struct tg_module {
+    const tg_module_type *type;
+    bool training;
+    slot *slots; // (nslots,), all kinds in registration order
+    int nslots, capacity;
+    void *data;  // type->data_size bytes
+};
+
+static const char *const kind_names[] = {"parameter", "buffer", "child"};
+
+tg_module *tg_module_new(const tg_module_type *type)
+{
+    if (!type || !type->forward || !type->name) {
+        tg_error("tg_module_new",
+                 "the module type is NULL or has no name or forward\n"
+                 "  rule: a tg_module_type names its layer and gives its "
+                 "forward function");
+        return NULL;
+    }
+    tg_module *m = calloc(1, sizeof *m);
+    if (m && type->data_size && !(m->data = calloc(1, type->data_size))) {
+        free(m);
+        m = NULL;
+    }
+    if (!m) {
+        tg_error("tg_module_new", "out of memory");
+        return NULL;
+    }
+    m->type = type;
+    m->training = true;
+    return m;
+}
+
+void tg_module_free(tg_module *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->nslots; i++) {
+        tg_release(m->slots[i].tensor);
+        tg_module_free(m->slots[i].child);
+    }
+    free(m->slots);
+    free(m->data);
+    free(m);
+}
+
+void *tg_module_data(tg_module *m) { return m ? m->data : NULL; }
+const void *tg_module_data_const(const tg_module *m)
+{
+    return m ? m->data : NULL;
+}
+const tg_module_type *tg_module_get_type(const tg_module *m)
+{
+    return m ? m->type : NULL;
+}
+
+/* ------------------------------------------------------------ registering */
+
+static slot *find_slot(const tg_module *m, const char *name, size_t len)
+{
+    for (int i = 0; i < m->nslots; i++)
+        if (strlen(m->slots[i].name) == len &&
+            memcmp(m->slots[i].name, name, len) == 0)
+            return &m->slots[i];
+    return NULL;
+}
+
+/* Appends a slot after checking the name; the slot is zeroed but for kind
+ * and name. NULL with an error naming fn. */
+static slot *add_slot(const char *fn, tg_module *m, slot_kind kind,
+                      const char *name)
+{
+    if (!name || !name[0] || strchr(name, '.') ||
+        strlen(name) >= TG_NAME_MAX / 4) {
+        tg_error(fn,
+                 "invalid %s name \"%s\"\n"
+                 "  rule: a name is non-empty, shorter than %d characters "
+                 "and has no '.' (dots join the names of nested modules)",
+                 kind_names[kind], name ? name : "(null)", TG_NAME_MAX / 4);
+        return NULL;
+    }
+    if (find_slot(m, name, strlen(name))) {
+        tg_error(fn,
+                 "%s already has something named \"%s\"\n"
+                 "  rule: the names of a module's parameters, buffers and "
+                 "children are unique",
+                 m->type->name, name);
+        return NULL;
+    }
+    if (m->nslots == m->capacity) {
+        int cap = m->capacity ? 2 * m->capacity : 4;
+        slot *s = realloc(m->slots, (size_t)cap * sizeof *s);
+        if (!s) {
+            tg_error(fn, "out of memory");
+            return NULL;
+        }
+        m->slots = s;
+        m->capacity = cap;
+    }
+    slot *s = &m->slots[m->nslots++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    strcpy(s->name, name);
+    return s;
+}
+
+int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t)
+{
+    if (!m || !t)
+        return -1;
+    if (!tg_dtype_is_float(t->dtype) || !tg_is_leaf(t)) {
+        tg_error("tg_module_add_parameter",
+                 "parameter \"%s\" is %s%s\n"
+                 "  rule: a parameter is a float leaf tensor (the optimiser "
+                 "updates it in place)\n"
+                 "  hint: register a fresh tensor, or tg_detach(t)",
+                 name ? name : "(null)",
+                 tg_is_leaf(t) ? "" : "made by an op, ",
+                 tg_dtype_name(t->dtype));
+        return -1;
+    }
+    slot *s = add_slot("tg_module_add_parameter", m, SLOT_PARAMETER, name);
+    if (!s || tg_set_requires_grad(t, true) < 0) {
+        if (s)
+            m->nslots--;
+        return -1;
+    }
+    s->tensor = tg_retain(t);
+    return 0;
+}
+
+int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
+{
+    if (!m || !t)
+        return -1;
+    if (t->requires_grad) {
+        tg_error("tg_module_add_buffer",
+                 "buffer \"%s\" requires grad\n"
+                 "  rule: a buffer is state that is not trained; "
+                 "parameters are registered with tg_module_add_parameter",
+                 name ? name : "(null)");
+        return -1;
+    }
+    slot *s = add_slot("tg_module_add_buffer", m, SLOT_BUFFER, name);
+    if (!s)
+        return -1;
+    s->tensor = tg_retain(t);
+    return 0;
+}
+
+int tg_module_add_child(tg_module *m, const char *name, tg_module *child)
+{
+    if (!m || !child || child == m) {
+        tg_module_free(child == m ? NULL : child);
+        return -1;
+    }
+    slot *s = add_slot("tg_module_add_child", m, SLOT_CHILD, name);
+    if (!s) {
+        tg_module_free(child);
+        return -1;
+    }
+    s->child = child;
+    child->training = m->training;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- running */
+
+tg_tensor *tg_module_forward(tg_module *m, const tg_tensor *x)
+{
+    if (!m || !x)
+        return NULL;
+    return m->type->forward(m, x);
+}
+
+void tg_module_train(tg_module *m, bool training)
+{
+    if (!m)
+        return;
+    m->training = training;
+    for (int i = 0; i < m->nslots; i++)
+        tg_module_train(m->slots[i].child, training);
+}
+
+bool tg_module_is_training(const tg_module *m)
+{
+    return m && m->training;
+}
+
+/* ----------------------------------------------------------------- lookup */
+
+/* Lists the names of kind in m (own ones, not children's) into buf. */
+static void names_format(const tg_module *m, slot_kind kind, char *buf,
+                         size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < m->nslots && len + 4 < size; i++)
+        if (m->slots[i].kind == kind || m->slots[i].kind == SLOT_CHILD)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s%s",
+                                    len ? ", " : "", m->slots[i].name,
+                                    m->slots[i].kind == SLOT_CHILD ? ".*"
+                                                                   : "");
+    if (!len)
+        snprintf(buf, size, "none");
+}
+
+/* The slot at a dotted path, or NULL with an error naming fn. */
+static slot *lookup(const char *fn, const tg_module *m, const char *path,
+                    slot_kind kind)
+{
+    if (!m || !path)
+        return NULL;
+    const char *rest = path;
+    for (;;) {
+        const char *dot = strchr(rest, '.');
+        size_t len = dot ? (size_t)(dot - rest) : strlen(rest);
+        slot *s = find_slot(m, rest, len);
+        if (s && dot && s->kind == SLOT_CHILD) {
+            m = s->child;
+            rest = dot + 1;
+            continue;
+        }
+        if (s && !dot && s->kind == kind)
+            return s;
+        char names[512], where[TG_NAME_MAX + 16] = "";
+        names_format(m, kind, names, sizeof names);
+        if (rest != path) // inside a child: name it (without the last '.')
+            snprintf(where, sizeof where, " at \"%.*s\"",
+                     (int)(rest - path - 1), path);
+        tg_error(fn,
+                 "no %s \"%s\"\n"
+                 "  rule: names are those given when registering, joined "
+                 "with '.' through children\n"
+                 "  hint: the %s%s has: %s",
+                 kind_names[kind], path, m->type->name, where, names);
+        return NULL;
+    }
+}
+
+tg_tensor *tg_module_parameter(const tg_module *m, const char *name)
+{
+    slot *s = lookup("tg_module_parameter", m, name, SLOT_PARAMETER);
+    return s ? s->tensor : NULL;
+}
+
+tg_tensor *tg_module_buffer(const tg_module *m, const char *name)
+{
+    slot *s = lookup("tg_module_buffer", m, name, SLOT_BUFFER);
+    return s ? s->tensor : NULL;
+}
+
+tg_module *tg_module_child(const tg_module *m, const char *name)
+{
+    slot *s = lookup("tg_module_child", m, name, SLOT_CHILD);
+    return s ? s->child : NULL;
+}
+
+/* Appends m's tensors of kind, then its children's, with names prefixed. */
+static int collect(const tg_module *m, slot_kind kind, const char *prefix,
+                   tg_named_tensor *out, int max, int count)
+{
+    for (int i = 0; i < m->nslots; i++) {
+        const slot *s = &m->slots[i];
+        if (s->kind != kind)
+            continue;
+        if (out && count < max) {
+            snprintf(out[count].name, TG_NAME_MAX, "%s%s", prefix, s->name);
+            out[count].tensor = s->tensor;
+        }
+        count++;
+    }
+    for (int i = 0; i < m->nslots; i++) {
+        const slot *s = &m->slots[i];
+        if (s->kind != SLOT_CHILD)
+            continue;
+        char p[TG_NAME_MAX];
+        if (snprintf(p, sizeof p, "%s%s.", prefix, s->name) >= (int)sizeof p)
+            p[sizeof p - 2] = '.'; // nested past TG_NAME_MAX: names are cut
+        count = collect(s->child, kind, p, out, max, count);
+    }
+    return count;
+}
+
+int tg_module_named_parameters(const tg_module *m, tg_named_tensor *out,
+                               int max)
+{
+    return m ? collect(m, SLOT_PARAMETER, "", out, max, 0) : -1;
+}
+
+int tg_module_named_buffers(const tg_module *m, tg_named_tensor *out,
+                            int max)
+{
+    return m ? collect(m, SLOT_BUFFER, "", out, max, 0) : -1;
+}
+
+int64_t tg_module_num_elements(const tg_module *m)
+{
+    if (!m)
+        return 0;
+    int64_t total = 0;
+    for (int i = 0; i < m->nslots; i++) {
+        if (m->slots[i].kind == SLOT_PARAMETER)
+            total += m->slots[i].tensor->numel;
+        total += tg_module_num_elements(m->slots[i].child);
+    }
+    return total;
+}
+
+void tg_module_zero_grad(tg_module *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->nslots; i++) {
+        if (m->slots[i].kind == SLOT_PARAMETER)
+            tg_zero_grad(m->slots[i].tensor);
+        tg_module_zero_grad(m->slots[i].child);
+    }
+}
+
+int tg_module_to_dtype(tg_module *m, tg_dtype dtype)
+{
+    if (!m)
+        return -1;
+    if (!tg_dtype_is_float(dtype)) {
+        tg_error("tg_module_to_dtype",
+                 "cannot convert %s to %s\n"
+                 "  rule: parameters and buffers are float32 or float64",
+                 m->type->name, tg_dtype_name(dtype));
+        return -1;
+    }
+    for (int i = 0; i < m->nslots; i++) {
+        slot *s = &m->slots[i];
+        if (s->child) {
+            if (tg_module_to_dtype(s->child, dtype) < 0)
+                return -1;
+            continue;
+        }
+        if (!tg_dtype_is_float(s->tensor->dtype) || s->tensor->dtype == dtype)
+            continue;
+        tg_no_grad_begin();
+        tg_tensor *t = tg_to_dtype(s->tensor, dtype); // a fresh leaf
+        tg_no_grad_end();
+        if (!t || (s->kind == SLOT_PARAMETER &&
+                   tg_set_requires_grad(t, true) < 0)) {
+            tg_release(t);
+            return -1;
+        }
+        tg_release(s->tensor);
+        s->tensor = t;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- printing */
+
+/* A growing string; on out of memory `failed` is set and text dropped. */
+typedef struct strbuf {
+    char *text;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void sb_printf(strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (b->failed || n < 0)
+        return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = 2 * (b->len + (size_t)n + 1);
+        char *t = realloc(b->text, cap);
+        if (!t) {
+            b->failed = true;
+            return;
+        }
+        b->text = t;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->text + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* PyTorch's repr: "Name(args)" for a leaf; with children
+ *   Name(
+ *     (child): ChildRepr
+ *   )
+ * each nested level indented two more spaces. */
+static void format_into(strbuf *b, const tg_module *m, int indent)
+{
+    char args[256] = "";
+    if (m->type->describe)
+        m->type->describe(m, args, sizeof args);
+    bool has_children = false;
+    for (int i = 0; i < m->nslots; i++)
+        has_children |= m->slots[i].kind == SLOT_CHILD;
+    if (!has_children) {
+        sb_printf(b, "%s(%s)", m->type->name, args);
+        return;
+    }
+    sb_printf(b, "%s(", m->type->name);
+    if (args[0])
+        sb_printf(b, "\n%*s%s", indent + 2, "", args);
+    for (int i = 0; i < m->nslots; i++) {
+        if (m->slots[i].kind != SLOT_CHILD)
+            continue;
+        sb_printf(b, "\n%*s(%s): ", indent + 2, "", m->slots[i].name);
+        format_into(b, m->slots[i].child, indent + 2);
+    }
+    sb_printf(b, "\n%*s)", indent, "");
+}
+
+char *tg_module_format(const tg_module *m)
+{
+    if (!m)
+        return NULL;
+    strbuf b = {0};
+    format_into(&b, m, 0);
+    if (b.failed || !b.text) {
+        free(b.text);
+        tg_error("tg_module_format", "out of memory");
+        return NULL;
+    }
+    return b.text;
+}
+
+int tg_module_print(const tg_module *m)
+{
+    char *s = tg_module_format(m);
+    if (!s)
+        return -1;
+    int rc = printf("%s\n", s) < 0 ? -1 : 0;
+    free(s);
+    return rc;
+}

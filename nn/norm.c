@@ -1,0 +1,267 @@
+/*
+ * nn/norm.c - the normalisation layers: LayerNorm, BatchNorm1d and
+ * BatchNorm2d, as torch.nn. They own their parameters and buffers and call
+ * the fused ops tg_layer_norm and tg_batch_norm_ex (autograd/ops/), which
+ * hold the math; here is only the layer state: affine parameters, running
+ * statistics, num_batches_tracked, momentum None, train and eval mode.
+ */
+#include "nn.h"
+
+#include "../autograd/internal.h"
+
+#include <math.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Registers a new tensor of shape full of value as a parameter or buffer. */
+static int add_filled(tg_module *m, const char *name, bool parameter,
+                      const int64_t *shape, int ndim, double value,
+                      tg_dtype dtype)
+{
+    tg_tensor *t = tg_full(shape, ndim, value, dtype);
+    int rc = !t ? -1
+             : parameter ? tg_module_add_parameter(m, name, t)
+                         : tg_module_add_buffer(m, name, t);
+    tg_release(t);
+    return rc;
+}
+
+/* Python's spelling of a bool in the printed arguments. */
+static const char *py_bool(bool b) { return b ? "True" : "False"; }
+
+/* ------------------------------------------------------------- LayerNorm */
+
+typedef struct layer_norm_data {
+    int ndim;
+    int64_t shape[TG_MAX_DIMS]; // normalized_shape
+    double eps;
+    bool affine;
+} layer_norm_data;
+
+static tg_tensor *layer_norm_forward(tg_module *m, const tg_tensor *x)
+{
+    const layer_norm_data *d = tg_module_data(m);
+    tg_tensor *w = d->affine ? tg_module_parameter(m, "weight") : NULL;
+    tg_tensor *b = d->affine ? tg_module_parameter(m, "bias") : NULL;
+    if (d->affine && (!w || !b))
+        return NULL;
+    return tg_layer_norm(x, d->shape, d->ndim, w, b, d->eps);
+}
+
+static void layer_norm_describe(const tg_module *m, char *buf, size_t size)
+{
+    const layer_norm_data *d = tg_module_data_const(m);
+    char shape[TG_SHAPE_STR_MAX];
+    size_t len = 0;
+    shape[len++] = '(';
+    for (int i = 0; i < d->ndim; i++)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld",
+                                i ? ", " : "", (long long)d->shape[i]);
+    snprintf(shape + len, sizeof shape - len, "%s)", d->ndim == 1 ? "," : "");
+    snprintf(buf, size, "%s, eps=%g, elementwise_affine=%s", shape, d->eps,
+             py_bool(d->affine));
+}
+
+static const tg_module_type layer_norm_type = {
+    "LayerNorm", layer_norm_forward, layer_norm_describe,
+    sizeof(layer_norm_data)};
+
+tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
+                             double eps, bool elementwise_affine)
+{
+    const char *fn = "tg_layer_norm_new";
+    if (ndim < 1 || ndim > TG_MAX_DIMS || !normalized_shape) {
+        tg_error(fn,
+                 "normalized_shape has %d dims\n"
+                 "  rule: LayerNorm normalises over 1..%d trailing dims\n"
+                 "  hint: tg_layer_norm_new(TG_SHAPE(768), 1e-5, true) "
+                 "normalises rows of 768",
+                 ndim, TG_MAX_DIMS);
+        return NULL;
+    }
+    if (tg_shape_check(fn, normalized_shape, ndim) < 0)
+        return NULL;
+    if (!(eps >= 0.0) || eps == INFINITY) {
+        tg_error(fn, "eps is %g\n  rule: eps is a finite number >= 0", eps);
+        return NULL;
+    }
+    tg_module *m = tg_module_new(&layer_norm_type);
+    if (!m)
+        return NULL;
+    layer_norm_data *d = tg_module_data(m);
+    d->ndim = ndim;
+    memcpy(d->shape, normalized_shape, (size_t)ndim * sizeof *d->shape);
+    d->eps = eps;
+    d->affine = elementwise_affine;
+    if (elementwise_affine &&
+        (add_filled(m, "weight", true, d->shape, ndim, 1.0, TG_FLOAT32) < 0 ||
+         add_filled(m, "bias", true, d->shape, ndim, 0.0, TG_FLOAT32) < 0)) {
+        tg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ------------------------------------------------------------- BatchNorm */
+
+typedef struct batch_norm_data {
+    int64_t num_features;
+    tg_batch_norm_config config;
+    int spatial; // 1: BatchNorm1d, 2: BatchNorm2d
+} batch_norm_data;
+
+tg_batch_norm_config tg_batch_norm_config_default(void)
+{
+    return (tg_batch_norm_config){.eps = 1e-5, .momentum = 0.1,
+                                  .cumulative = false, .affine = true,
+                                  .track_running_stats = true,
+                                  .correction = 0};
+}
+
+/* As nn.BatchNorm's forward: batch statistics in training (or always,
+ * without running statistics), running ones in eval; in training the
+ * running statistics move by momentum, or by 1 / num_batches_tracked when
+ * cumulative, and num_batches_tracked counts the batches. */
+static tg_tensor *batch_norm_forward(tg_module *m, const tg_tensor *x)
+{
+    const batch_norm_data *d = tg_module_data(m);
+    const tg_batch_norm_config *c = &d->config;
+    const char *name = tg_module_get_type(m)->name;
+    bool ok_dims = d->spatial == 1 ? x->ndim == 2 || x->ndim == 3
+                                   : x->ndim == 4;
+    if (!ok_dims) {
+        char s[TG_SHAPE_STR_MAX];
+        tg_error(name,
+                 "expected %s input, got shape %s (%d dims)\n"
+                 "  rule: %s\n"
+                 "  hint: %s",
+                 d->spatial == 1 ? "2D or 3D" : "4D", tg_shape_str(x, s),
+                 x->ndim,
+                 d->spatial == 1
+                     ? "BatchNorm1d takes (N, C) or (N, C, L)"
+                     : "BatchNorm2d takes (N, C, H, W)",
+                 d->spatial == 1
+                     ? "images (N, C, H, W) go to BatchNorm2d; one sample "
+                       "of C features is tg_unsqueeze(x, 0) (but training "
+                       "needs more than one value per channel)"
+                     : "features (N, C) or sequences (N, C, L) go to "
+                       "BatchNorm1d");
+        return NULL;
+    }
+    bool training = tg_module_is_training(m);
+    tg_tensor *w = c->affine ? tg_module_parameter(m, "weight") : NULL;
+    tg_tensor *b = c->affine ? tg_module_parameter(m, "bias") : NULL;
+    tg_tensor *rm = NULL, *rv = NULL, *nbt = NULL;
+    if (c->track_running_stats) {
+        rm = tg_module_buffer(m, "running_mean");
+        rv = tg_module_buffer(m, "running_var");
+        nbt = tg_module_buffer(m, "num_batches_tracked");
+        if (!rm || !rv || !nbt)
+            return NULL;
+    }
+    if (c->affine && (!w || !b))
+        return NULL;
+    tg_batch_norm_options o = {
+        .training = training || !c->track_running_stats,
+        .momentum = c->momentum, .eps = c->eps, .correction = c->correction};
+    bool count = training && c->track_running_stats;
+    double batches = count ? tg_item(nbt) + 1 : 0; // this one included
+    if (count && c->cumulative)
+        o.momentum = 1.0 / batches;
+    /* The running statistics are updated only in training; in eval they
+     * are read (and without tracking there are none). */
+    tg_tensor *y = tg_batch_norm_ex(x, rm, rv, w, b, &o, NULL, NULL);
+    if (y && count && tg_fill_(nbt, batches) < 0) {
+        tg_release(y);
+        return NULL;
+    }
+    return y;
+}
+
+static void batch_norm_describe(const tg_module *m, char *buf, size_t size)
+{
+    const batch_norm_data *d = tg_module_data_const(m);
+    const tg_batch_norm_config *c = &d->config;
+    char momentum[32] = "None";
+    if (!c->cumulative)
+        snprintf(momentum, sizeof momentum, "%g", c->momentum);
+    int len = snprintf(buf, size,
+                       "%lld, eps=%g, momentum=%s, affine=%s, "
+                       "track_running_stats=%s",
+                       (long long)d->num_features, c->eps, momentum,
+                       py_bool(c->affine), py_bool(c->track_running_stats));
+    if (c->correction && len > 0 && (size_t)len < size)
+        snprintf(buf + len, size - (size_t)len, ", correction=%lld",
+                 (long long)c->correction);
+}
+
+static const tg_module_type batch_norm1d_type = {
+    "BatchNorm1d", batch_norm_forward, batch_norm_describe,
+    sizeof(batch_norm_data)};
+static const tg_module_type batch_norm2d_type = {
+    "BatchNorm2d", batch_norm_forward, batch_norm_describe,
+    sizeof(batch_norm_data)};
+
+static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
+                                 int spatial, int64_t num_features,
+                                 const tg_batch_norm_config *config)
+{
+    tg_batch_norm_config c =
+        config ? *config : tg_batch_norm_config_default();
+    if (num_features < 1) {
+        tg_error(fn,
+                 "num_features is %lld\n"
+                 "  rule: num_features is the channel count C >= 1 (dim 1 "
+                 "of the input)",
+                 (long long)num_features);
+        return NULL;
+    }
+    /* The same checks as the op, made now rather than at the first batch. */
+    tg_batch_norm_options o = {.training = true, .momentum = c.momentum,
+                               .eps = c.eps, .correction = c.correction};
+    if (c.cumulative)
+        o.momentum = 0.0;
+    if (tg_batch_norm_options_check(fn, &o) < 0)
+        return NULL;
+    tg_module *m = tg_module_new(type);
+    if (!m)
+        return NULL;
+    batch_norm_data *d = tg_module_data(m);
+    d->num_features = num_features;
+    d->config = c;
+    d->spatial = spatial;
+    const int64_t C = num_features;
+    int rc = 0;
+    if (c.affine) {
+        rc |= add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
+        rc |= add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
+    }
+    if (c.track_running_stats) {
+        rc |= add_filled(m, "running_mean", false, &C, 1, 0.0, TG_FLOAT32);
+        rc |= add_filled(m, "running_var", false, &C, 1, 1.0, TG_FLOAT32);
+        rc |= add_filled(m, "num_batches_tracked", false, NULL, 0, 0.0,
+                         TG_INT64);
+    }
+    if (rc) {
+        tg_module_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+tg_module *tg_batch_norm1d_new(int64_t num_features,
+                               const tg_batch_norm_config *config)
+{
+    return batch_norm_new("tg_batch_norm1d_new", &batch_norm1d_type, 1,
+                          num_features, config);
+}
+
+tg_module *tg_batch_norm2d_new(int64_t num_features,
+                               const tg_batch_norm_config *config)
+{
+    return batch_norm_new("tg_batch_norm2d_new", &batch_norm2d_type, 2,
+                          num_features, config);
+}

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
@@ -31,6 +32,32 @@ static int add_filled(tg_module *m, const char *name, bool parameter,
 
 /* Python's spelling of a bool in the printed arguments. */
 static const char *py_bool(bool b) { return b ? "True" : "False"; }
+
+/* Writes v as Python's repr(float) does: the fewest digits that read back
+ * as v, positional for exponents -4..15 with at least one decimal ("1.0",
+ * "0.1"), scientific otherwise ("1e-05", "1.5e+16"). buf has 32 bytes. */
+static const char *py_float(double v, char buf[32])
+{
+    if (isnan(v) || isinf(v)) {
+        snprintf(buf, 32, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return buf;
+    }
+    int digits = 1; // significant digits needed to read back as v
+    for (; digits < 17; digits++) {
+        snprintf(buf, 32, "%.*e", digits - 1, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    int exponent = v == 0.0 ? 0 : (int)floor(log10(fabs(v)));
+    snprintf(buf, 32, "%.*e", digits - 1, v);
+    if (strtod(buf, NULL) == v && v != 0.0) // log10 can be off by one
+        exponent = atoi(strchr(buf, 'e') + 1);
+    if (exponent < -4 || exponent >= 16)
+        return buf; // C's "%.Ne" is Python's form: 1e-05, 1.5e+16
+    int decimals = digits - 1 - exponent;
+    snprintf(buf, 32, "%.*f", decimals > 1 ? decimals : 1, v);
+    return buf;
+}
 
 /* ------------------------------------------------------------- LayerNorm */
 
@@ -61,8 +88,9 @@ static void layer_norm_describe(const tg_module *m, char *buf, size_t size)
         len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld",
                                 i ? ", " : "", (long long)d->shape[i]);
     snprintf(shape + len, sizeof shape - len, "%s)", d->ndim == 1 ? "," : "");
-    snprintf(buf, size, "%s, eps=%g, elementwise_affine=%s", shape, d->eps,
-             py_bool(d->affine));
+    char eps[32];
+    snprintf(buf, size, "%s, eps=%s, elementwise_affine=%s", shape,
+             py_float(d->eps, eps), py_bool(d->affine));
 }
 
 static const tg_module_type layer_norm_type = {
@@ -185,13 +213,14 @@ static void batch_norm_describe(const tg_module *m, char *buf, size_t size)
 {
     const batch_norm_data *d = tg_module_data_const(m);
     const tg_batch_norm_config *c = &d->config;
-    char momentum[32] = "None";
+    char momentum[32] = "None", eps[32];
     if (!c->cumulative)
-        snprintf(momentum, sizeof momentum, "%g", c->momentum);
+        py_float(c->momentum, momentum);
     int len = snprintf(buf, size,
-                       "%lld, eps=%g, momentum=%s, affine=%s, "
+                       "%lld, eps=%s, momentum=%s, affine=%s, "
                        "track_running_stats=%s",
-                       (long long)d->num_features, c->eps, momentum,
+                       (long long)d->num_features, py_float(c->eps, eps),
+                       momentum,
                        py_bool(c->affine), py_bool(c->track_running_stats));
     if (c->correction && len > 0 && (size_t)len < size)
         snprintf(buf + len, size - (size_t)len, ", correction=%lld",

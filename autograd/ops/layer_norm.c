@@ -317,9 +317,12 @@ tg_tensor *tg_layer_norm_ex(const tg_tensor *x,
             wc ? (const double *)tg_base_ptr(wc) : NULL,
             bc ? (const double *)tg_base_ptr(bc) : NULL,
             (double *)tg_base_ptr(out), pm, pr, N ? M : 0, N, eps);
-    if (N == 0) // rows of no elements: mean and rstd are NaN, as PyTorch
-        for (int64_t r = 0; r < M; r++)
-            pm[r] = pr[r] = NAN;
+    if (N == 0) { // rows of no elements: mean 0 and rstd NaN, as PyTorch
+        for (int64_t r = 0; r < M; r++) {
+            pm[r] = 0.0;
+            pr[r] = NAN;
+        }
+    }
     if (mean && !(*mean = row_stats(x, ndim, mu)))
         goto fail;
     if (rstd && !(*rstd = row_stats(x, ndim, rs)))

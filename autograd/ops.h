@@ -230,9 +230,10 @@ tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
                          const tg_tensor *bias, bool training,
                          double momentum, double eps);
 /* The same with options (NULL: tg_batch_norm_defaults()), also giving the
- * statistics used to normalise, as torch.native_batch_norm: *mean and
- * *invstd (NEW references when the pointers are not NULL) of shape (C,)
- * and x's dtype; in eval they come from the running statistics. */
+ * statistics used to normalise: *mean and *invstd (NEW references when the
+ * pointers are not NULL) of shape (C,) and x's dtype. In training they are
+ * torch.native_batch_norm's save_mean and save_invstd; in eval they come
+ * from the running statistics (where PyTorch returns empty tensors). */
 tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
                             tg_tensor *running_var, const tg_tensor *weight,
                             const tg_tensor *bias,

@@ -88,7 +88,8 @@ int tg_batch_norm_options_check(const char *fn,
                  "correction is %lld\n"
                  "  rule: the training variance divides by n - correction "
                  "with correction 0 (biased, PyTorch) or 1 (unbiased, "
-                 "makemore part 4)",
+                 "makemore part 4)\n"
+                 "  hint: use 0 unless you are following makemore part 4",
                  (long long)o->correction);
         return -1;
     }
@@ -500,7 +501,9 @@ tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
  *   bnraw     = bndiff * bnvar_inv
  *   out       = w * bnraw + b
  * In eval, bnmeani and bnvar are the running statistics. The tape
- * differentiates the chain; this is the reference for the fused op. */
+ * differentiates the chain; this is the reference for the fused op.
+ * (Being plain, it keeps x - mean in x's dtype: for float32 channels with
+ * |mean| >> std the fused op is the accurate one.) */
 tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
                                   tg_tensor *running_mean,
                                   tg_tensor *running_var,

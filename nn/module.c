@@ -24,6 +24,7 @@ typedef struct slot {
 struct tg_module {
     const tg_module_type *type;
     bool training;
+    bool has_parent; // a child of another module (which frees it)
     slot *slots; // (nslots,), all kinds in registration order
     int nslots, capacity;
     void *data;  // type->data_size bytes
@@ -131,15 +132,23 @@ int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t)
 {
     if (!m || !t)
         return -1;
-    if (!tg_dtype_is_float(t->dtype) || !tg_is_leaf(t)) {
+    if (!tg_dtype_is_float(t->dtype)) {
         tg_error("tg_module_add_parameter",
-                 "parameter \"%s\" is %s%s\n"
-                 "  rule: a parameter is a float leaf tensor (the optimiser "
-                 "updates it in place)\n"
+                 "parameter \"%s\" is %s\n"
+                 "  rule: a parameter is a float tensor (it gets a "
+                 "gradient)\n"
+                 "  hint: register tg_to_dtype(t, TG_FLOAT32), or keep "
+                 "integer state as a buffer",
+                 name ? name : "(null)", tg_dtype_name(t->dtype));
+        return -1;
+    }
+    if (!tg_is_leaf(t)) {
+        tg_error("tg_module_add_parameter",
+                 "parameter \"%s\" was made by an op (%s)\n"
+                 "  rule: a parameter is a leaf tensor: the optimiser "
+                 "updates it in place\n"
                  "  hint: register a fresh tensor, or tg_detach(t)",
-                 name ? name : "(null)",
-                 tg_is_leaf(t) ? "" : "made by an op, ",
-                 tg_dtype_name(t->dtype));
+                 name ? name : "(null)", tg_grad_fn_name(t));
         return -1;
     }
     slot *s = add_slot("tg_module_add_parameter", m, SLOT_PARAMETER, name);
@@ -173,8 +182,22 @@ int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
 
 int tg_module_add_child(tg_module *m, const char *name, tg_module *child)
 {
-    if (!m || !child || child == m) {
-        tg_module_free(child == m ? NULL : child);
+    if (!m || !child) {
+        if (child && !child->has_parent)
+            tg_module_free(child);
+        return -1;
+    }
+    if (child == m || child->has_parent) {
+        /* Freed once, by its one parent: a second owner would free it
+         * twice (and a module cannot contain itself). */
+        tg_error("tg_module_add_child",
+                 "%s \"%s\" %s\n"
+                 "  rule: a module has at most one parent, which frees it\n"
+                 "  hint: to share weights between two layers, register the "
+                 "same parameter tensor in both",
+                 child->type->name, name ? name : "(null)",
+                 child == m ? "cannot be a child of itself"
+                            : "is already a child of another module");
         return -1;
     }
     slot *s = add_slot("tg_module_add_child", m, SLOT_CHILD, name);
@@ -183,6 +206,7 @@ int tg_module_add_child(tg_module *m, const char *name, tg_module *child)
         return -1;
     }
     s->child = child;
+    child->has_parent = true;
     child->training = m->training;
     return 0;
 }
@@ -279,55 +303,97 @@ tg_module *tg_module_child(const tg_module *m, const char *name)
     return s ? s->child : NULL;
 }
 
-/* Appends m's tensors of kind, then its children's, with names prefixed. */
-static int collect(const tg_module *m, slot_kind kind, const char *prefix,
-                   tg_named_tensor *out, int max, int count)
+/* The named tensors of kind under m, each tensor once (a tensor registered
+ * twice, as tied weights are, is listed under its first name), m's own
+ * first, then each child's, in registration order. */
+typedef struct named_list {
+    tg_named_tensor *items;
+    int n, cap;
+    bool failed; // out of memory
+} named_list;
+
+static bool listed(const named_list *l, const tg_tensor *t)
 {
-    for (int i = 0; i < m->nslots; i++) {
+    for (int i = 0; i < l->n; i++)
+        if (l->items[i].tensor == t)
+            return true;
+    return false;
+}
+
+static void collect(const tg_module *m, slot_kind kind, const char *prefix,
+                    named_list *l)
+{
+    for (int i = 0; i < m->nslots && !l->failed; i++) {
         const slot *s = &m->slots[i];
-        if (s->kind != kind)
+        if (s->kind != kind || listed(l, s->tensor))
             continue;
-        if (out && count < max) {
-            snprintf(out[count].name, TG_NAME_MAX, "%s%s", prefix, s->name);
-            out[count].tensor = s->tensor;
+        if (l->n == l->cap) {
+            int cap = l->cap ? 2 * l->cap : 8;
+            tg_named_tensor *t = realloc(l->items, (size_t)cap * sizeof *t);
+            if (!t) {
+                l->failed = true;
+                return;
+            }
+            l->items = t;
+            l->cap = cap;
         }
-        count++;
+        snprintf(l->items[l->n].name, TG_NAME_MAX, "%s%s", prefix, s->name);
+        l->items[l->n++].tensor = s->tensor;
     }
-    for (int i = 0; i < m->nslots; i++) {
+    for (int i = 0; i < m->nslots && !l->failed; i++) {
         const slot *s = &m->slots[i];
         if (s->kind != SLOT_CHILD)
             continue;
         char p[TG_NAME_MAX];
         if (snprintf(p, sizeof p, "%s%s.", prefix, s->name) >= (int)sizeof p)
             p[sizeof p - 2] = '.'; // nested past TG_NAME_MAX: names are cut
-        count = collect(s->child, kind, p, out, max, count);
+        collect(s->child, kind, p, l);
     }
-    return count;
+}
+
+/* Copies the list of kind into out[0 .. max) and returns its length. */
+static int named_tensors(const char *fn, const tg_module *m, slot_kind kind,
+                         tg_named_tensor *out, int max)
+{
+    if (!m)
+        return -1;
+    named_list l = {0};
+    collect(m, kind, "", &l);
+    if (l.failed) {
+        free(l.items);
+        tg_error(fn, "out of memory");
+        return -1;
+    }
+    for (int i = 0; out && i < l.n && i < max; i++)
+        out[i] = l.items[i];
+    free(l.items);
+    return l.n;
 }
 
 int tg_module_named_parameters(const tg_module *m, tg_named_tensor *out,
                                int max)
 {
-    return m ? collect(m, SLOT_PARAMETER, "", out, max, 0) : -1;
+    return named_tensors("tg_module_named_parameters", m, SLOT_PARAMETER,
+                         out, max);
 }
 
 int tg_module_named_buffers(const tg_module *m, tg_named_tensor *out,
                             int max)
 {
-    return m ? collect(m, SLOT_BUFFER, "", out, max, 0) : -1;
+    return named_tensors("tg_module_named_buffers", m, SLOT_BUFFER, out, max);
 }
 
 int64_t tg_module_num_elements(const tg_module *m)
 {
     if (!m)
         return 0;
+    named_list l = {0};
+    collect(m, SLOT_PARAMETER, "", &l);
     int64_t total = 0;
-    for (int i = 0; i < m->nslots; i++) {
-        if (m->slots[i].kind == SLOT_PARAMETER)
-            total += m->slots[i].tensor->numel;
-        total += tg_module_num_elements(m->slots[i].child);
-    }
-    return total;
+    for (int i = 0; i < l.n; i++)
+        total += l.items[i].tensor->numel;
+    free(l.items);
+    return l.failed ? -1 : total;
 }
 
 void tg_module_zero_grad(tg_module *m)
@@ -341,6 +407,60 @@ void tg_module_zero_grad(tg_module *m)
     }
 }
 
+/* Every parameter and buffer slot under m, in order (children's too). */
+typedef struct slot_list {
+    slot **items;
+    int n, cap;
+    bool failed;
+} slot_list;
+
+static void gather_slots(tg_module *m, slot_list *l)
+{
+    for (int i = 0; i < m->nslots && !l->failed; i++) {
+        slot *s = &m->slots[i];
+        if (s->child) {
+            gather_slots(s->child, l);
+            continue;
+        }
+        if (l->n == l->cap) {
+            int cap = l->cap ? 2 * l->cap : 8;
+            slot **t = realloc(l->items, (size_t)cap * sizeof *t);
+            if (!t) {
+                l->failed = true;
+                return;
+            }
+            l->items = t;
+            l->cap = cap;
+        }
+        l->items[l->n++] = s;
+    }
+}
+
+/* t converted to dtype as a fresh leaf with t's requires_grad and t's
+ * .grad converted too (as module.double() keeps both). New reference. */
+static tg_tensor *converted(const tg_tensor *t, tg_dtype dtype)
+{
+    tg_no_grad_begin(); // (dtypes differ, so these are fresh copies)
+    tg_tensor *out = tg_to_dtype(t, dtype);
+    tg_tensor *g = out && t->grad ? tg_to_dtype(t->grad, dtype) : NULL;
+    tg_no_grad_end();
+    if (out && t->grad && !g) {
+        tg_release(out);
+        return NULL;
+    }
+    if (out && t->requires_grad && tg_set_requires_grad(out, true) < 0) {
+        tg_release(g);
+        tg_release(out);
+        return NULL;
+    }
+    if (out)
+        out->grad = g;
+    return out;
+}
+
+/* Converts every float tensor once (a tied tensor stays one tensor), and
+ * swaps them in only when all conversions succeeded, so a failure leaves
+ * the module as it was. */
 int tg_module_to_dtype(tg_module *m, tg_dtype dtype)
 {
     if (!m)
@@ -348,31 +468,41 @@ int tg_module_to_dtype(tg_module *m, tg_dtype dtype)
     if (!tg_dtype_is_float(dtype)) {
         tg_error("tg_module_to_dtype",
                  "cannot convert %s to %s\n"
-                 "  rule: parameters and buffers are float32 or float64",
+                 "  rule: parameters and buffers are float32 or float64\n"
+                 "  hint: use TG_FLOAT32 or TG_FLOAT64",
                  m->type->name, tg_dtype_name(dtype));
         return -1;
     }
-    for (int i = 0; i < m->nslots; i++) {
-        slot *s = &m->slots[i];
-        if (s->child) {
-            if (tg_module_to_dtype(s->child, dtype) < 0)
-                return -1;
+    slot_list l = {0};
+    gather_slots(m, &l);
+    tg_tensor **fresh = l.failed ? NULL : calloc((size_t)l.n + 1,
+                                                 sizeof *fresh);
+    int rc = fresh ? 0 : -1;
+    if (!fresh)
+        tg_error("tg_module_to_dtype", "out of memory");
+    for (int i = 0; rc == 0 && i < l.n; i++) {
+        tg_tensor *t = l.items[i]->tensor;
+        if (!tg_dtype_is_float(t->dtype) || t->dtype == dtype)
             continue;
-        }
-        if (!tg_dtype_is_float(s->tensor->dtype) || s->tensor->dtype == dtype)
-            continue;
-        tg_no_grad_begin();
-        tg_tensor *t = tg_to_dtype(s->tensor, dtype); // a fresh leaf
-        tg_no_grad_end();
-        if (!t || (s->kind == SLOT_PARAMETER &&
-                   tg_set_requires_grad(t, true) < 0)) {
-            tg_release(t);
-            return -1;
-        }
-        tg_release(s->tensor);
-        s->tensor = t;
+        for (int j = 0; j < i && !fresh[i]; j++) // tied: convert once
+            if (l.items[j]->tensor == t)
+                fresh[i] = tg_retain(fresh[j]);
+        if (!fresh[i] && !(fresh[i] = converted(t, dtype)))
+            rc = -1;
     }
-    return 0;
+    for (int i = 0; i < l.n; i++) {
+        if (!fresh || !fresh[i])
+            continue;
+        if (rc == 0) {
+            tg_release(l.items[i]->tensor);
+            l.items[i]->tensor = fresh[i];
+        } else {
+            tg_release(fresh[i]);
+        }
+    }
+    free(fresh);
+    free(l.items);
+    return rc;
 }
 
 /* --------------------------------------------------------------- printing */

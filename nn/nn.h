@@ -61,7 +61,9 @@ const tg_module_type *tg_module_get_type(const tg_module *m);
 int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t);
 int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t);
 /* Makes child part of m under name (m frees it from now on, also when
- * this fails). Returns 0 or -1. */
+ * this fails). A module has one parent: a child that already has one (or
+ * m itself) is refused and stays with its owner; layers share weights by
+ * registering the same parameter tensor instead. Returns 0 or -1. */
 int tg_module_add_child(tg_module *m, const char *name, tg_module *child);
 
 /* The module applied to x, as module(x) in PyTorch. New reference. */
@@ -87,19 +89,22 @@ typedef struct tg_named_tensor {
 /* Fills out[0 .. max) with m's parameters (or buffers), its own first,
  * then each child's, in registration order, as named_parameters() in
  * PyTorch, and returns how many there are in all (which may exceed max;
- * out may be NULL to count). -1 on error. */
+ * out may be NULL to count). A tensor registered twice (tied weights) is
+ * listed once, under its first name, so an optimiser steps it once. -1 on
+ * error. */
 int tg_module_named_parameters(const tg_module *m, tg_named_tensor *out,
                                int max);
 int tg_module_named_buffers(const tg_module *m, tg_named_tensor *out,
                             int max);
-/* Total number of parameter elements. */
+/* Total number of parameter elements (a tied tensor counted once). */
 int64_t tg_module_num_elements(const tg_module *m);
 
 /* tg_zero_grad on every parameter. */
 void tg_module_zero_grad(tg_module *m);
 /* Converts every float parameter and buffer to dtype (module.double() /
- * .float()); int64 buffers stay. Tensors previously borrowed from m are
- * no longer m's. Returns 0 or -1. */
+ * .float()); int64 buffers stay. requires_grad is kept, a .grad is
+ * converted along, and tied tensors stay tied. Tensors previously borrowed
+ * from m are no longer m's. Returns 0, or -1 leaving m unchanged. */
 int tg_module_to_dtype(tg_module *m, tg_dtype dtype);
 
 /* The module as PyTorch prints it: "BatchNorm1d(3, eps=1e-05, momentum=

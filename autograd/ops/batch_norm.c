@@ -52,9 +52,11 @@ static int channel_param_check(const char *fn, const char *name,
                  "%s is %s but the input is %s\n"
                  "  rule: the input, running statistics, weight and bias "
                  "have one dtype\n"
-                 "  hint: convert with tg_to_dtype(%s, TG_%s)",
+                 "  hint: convert x with tg_to_dtype(x, %s), or the layer "
+                 "with tg_module_to_dtype(layer, %s)",
                  name, tg_dtype_name(p->dtype), tg_dtype_name(x->dtype),
-                 name, x->dtype == TG_FLOAT32 ? "FLOAT32" : "FLOAT64");
+                 p->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64",
+                 x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
         return -1;
     }
     return 0;
@@ -130,7 +132,9 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
     if ((running_mean == NULL) != (running_var == NULL)) {
         tg_error(fn,
                  "running_%s is given but running_%s is NULL\n"
-                 "  rule: pass both running statistics or neither",
+                 "  rule: pass both running statistics or neither\n"
+                 "  hint: running_mean starts as zeros (C,), running_var "
+                 "as ones (C,)",
                  running_mean ? "mean" : "var", running_mean ? "var" : "mean");
         return -1;
     }
@@ -165,7 +169,7 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
                  "batch statistics");
         return -1;
     }
-    if (o->training && l->n <= 1) {
+    if (o->training && l->n == 1) {
         tg_error(fn,
                  "expected more than 1 value per channel when training, "
                  "got input of shape %s\n"
@@ -416,8 +420,12 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
         else
             batch_norm_stats_f64((const double *)tg_base_ptr(xc), pm, pm2,
                                  &l);
-        for (int64_t c = 0; c < C; c++)
-            pi[c] = 1.0 / sqrt(pm2[c] / (double)(l.n - o.correction) + o.eps);
+        /* A constant channel with eps 0 has var + eps = 0: PyTorch then
+         * sets invstd to 0 (y = bias) rather than inf (y = NaN). */
+        for (int64_t c = 0; c < C; c++) {
+            double v = pm2[c] / (double)(l.n - o.correction) + o.eps;
+            pi[c] = v == 0.0 ? 0.0 : 1.0 / sqrt(v);
+        }
     } else {
         if (tg_to_f64_array(running_mean, pm) < 0 ||
             tg_to_f64_array(running_var, pi) < 0)
@@ -435,14 +443,6 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
                              wc ? (const double *)tg_base_ptr(wc) : NULL,
                              bc ? (const double *)tg_base_ptr(bc) : NULL,
                              (double *)tg_base_ptr(out), pm, pi, &l);
-    if (o.training && running_mean) {
-        /* the running variance is unbiased: m2 / (n - 1) */
-        for (int64_t c = 0; c < C; c++)
-            pm2[c] /= (double)(l.n - 1);
-        if (running_update(running_mean, mu, o.momentum) < 0 ||
-            running_update(running_var, m2, o.momentum) < 0)
-            goto fail;
-    }
     if (mean && !(*mean = vector_from(pm, C, x->dtype)))
         goto fail;
     if (invstd && !(*invstd = vector_from(pi, C, x->dtype)))
@@ -461,13 +461,28 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
         if (weight)
             tg_node_save(node, weight);
     }
-    goto done;
+    /* Last: when anything before fails, the running statistics have not
+     * moved. An empty batch (n = 0) has no statistics and leaves them
+     * alone, as PyTorch. */
+    if (out && o.training && running_mean && l.n > 0) {
+        for (int64_t c = 0; c < C; c++) // the running variance is unbiased
+            pm2[c] /= (double)(l.n - 1);
+        if (running_update(running_mean, mu, o.momentum) < 0 ||
+            running_update(running_var, m2, o.momentum) < 0)
+            goto fail;
+    }
+    if (out)
+        goto done;
 fail:
     tg_release(out);
     out = NULL;
     if (mean) {
         tg_release(*mean);
         *mean = NULL;
+    }
+    if (invstd) {
+        tg_release(*invstd);
+        *invstd = NULL;
     }
 done:
     tg_release(m2);
@@ -542,7 +557,7 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
     tg_tensor *b = bias ? tg_reshape(bias, cshape, x->ndim) : NULL;
     tg_tensor *scaled = w ? tg_mul(w, bnraw) : tg_retain(bnraw);
     tg_tensor *out = b ? tg_add(scaled, b) : tg_retain(scaled);
-    if (out && o.training && running_mean) {
+    if (out && o.training && running_mean && l.n > 0) {
         /* the running variance is unbiased: sum(bndiff2) / (n - 1) */
         tg_no_grad_begin();
         const int64_t C = l.C;

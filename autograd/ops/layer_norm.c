@@ -34,16 +34,32 @@ static int layer_norm_check(const char *fn, const tg_tensor *x,
                  tg_dtype_name(x->dtype));
         return -1;
     }
-    if (ndim < 1 || ndim > x->ndim || !normalized_shape) {
+    if (x->ndim == 0) {
         tg_error(fn,
-                 "normalized_shape has %d dims but the input of shape %s "
+                 "cannot normalise a 0-d tensor\n"
+                 "  rule: LayerNorm normalises rows made of the trailing "
+                 "dims of x, so x needs at least one dim\n"
+                 "  hint: tg_reshape(x, TG_SHAPE(1, -1)) makes one row");
+        return -1;
+    }
+    if (ndim > 0 && !normalized_shape) {
+        tg_error(fn,
+                 "normalized_shape is NULL but has %d dim%s\n"
+                 "  rule: normalized_shape is an array of ndim sizes\n"
+                 "  hint: pass it as TG_SHAPE(...)",
+                 ndim, ndim == 1 ? "" : "s");
+        return -1;
+    }
+    if (ndim < 1 || ndim > x->ndim) {
+        tg_error(fn,
+                 "normalized_shape has %d dim%s but the input of shape %s "
                  "has %d\n"
                  "  rule: normalized_shape lists the 1..ndim trailing dims "
                  "of x that make up one row\n"
                  "  hint: for x of shape %s, normalized_shape (%lld,) "
                  "normalises over the last dim",
-                 ndim, tg_shape_str(x, sx), x->ndim, sx,
-                 (long long)(x->ndim ? x->shape[x->ndim - 1] : 0));
+                 ndim, ndim == 1 ? "" : "s", tg_shape_str(x, sx), x->ndim,
+                 sx, (long long)x->shape[x->ndim - 1]);
         return -1;
     }
     int lead = x->ndim - ndim;
@@ -86,10 +102,12 @@ static int layer_norm_check(const char *fn, const tg_tensor *x,
             tg_error(fn,
                      "%s is %s but the input is %s\n"
                      "  rule: weight, bias and x have one dtype\n"
-                     "  hint: convert with tg_to_dtype(%s, TG_%s)",
+                     "  hint: convert x with tg_to_dtype(x, %s), or the "
+                     "layer with tg_module_to_dtype(layer, %s)",
                      names[k], tg_dtype_name(p->dtype),
-                     tg_dtype_name(x->dtype), names[k],
-                     x->dtype == TG_FLOAT32 ? "FLOAT32" : "FLOAT64");
+                     tg_dtype_name(x->dtype),
+                     p->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64",
+                     x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
             return -1;
         }
     }
@@ -346,6 +364,10 @@ fail:
     if (mean) {
         tg_release(*mean);
         *mean = NULL;
+    }
+    if (rstd) {
+        tg_release(*rstd);
+        *rstd = NULL;
     }
 done:
     tg_release(rs);

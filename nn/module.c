@@ -38,7 +38,9 @@ tg_module *tg_module_new(const tg_module_type *type)
         tg_error("tg_module_new",
                  "the module type is NULL or has no name or forward\n"
                  "  rule: a tg_module_type names its layer and gives its "
-                 "forward function");
+                 "forward function\n"
+                 "  hint: static const tg_module_type t = {\"MyLayer\", "
+                 "my_forward, NULL, sizeof(my_data)};");
         return NULL;
     }
     tg_module *m = calloc(1, sizeof *m);
@@ -168,8 +170,10 @@ int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
     if (t->requires_grad) {
         tg_error("tg_module_add_buffer",
                  "buffer \"%s\" requires grad\n"
-                 "  rule: a buffer is state that is not trained; "
-                 "parameters are registered with tg_module_add_parameter",
+                 "  rule: a buffer is state that is not trained\n"
+                 "  hint: register trained tensors with "
+                 "tg_module_add_parameter, or a buffer made without "
+                 "tg_set_requires_grad",
                  name ? name : "(null)");
         return -1;
     }
@@ -205,9 +209,8 @@ int tg_module_add_child(tg_module *m, const char *name, tg_module *child)
         tg_module_free(child);
         return -1;
     }
-    s->child = child;
+    s->child = child; // keeps its own mode, as in PyTorch
     child->has_parent = true;
-    child->training = m->training;
     return 0;
 }
 

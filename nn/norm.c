@@ -168,11 +168,11 @@ static tg_tensor *batch_norm_forward(tg_module *m, const tg_tensor *x)
     if (!ok_dims) {
         char s[TG_SHAPE_STR_MAX];
         tg_error(name,
-                 "expected %s input, got shape %s (%d dims)\n"
+                 "expected %s input, got shape %s (%d dim%s)\n"
                  "  rule: %s\n"
                  "  hint: %s",
                  d->spatial == 1 ? "2D or 3D" : "4D", tg_shape_str(x, s),
-                 x->ndim,
+                 x->ndim, x->ndim == 1 ? "" : "s",
                  d->spatial == 1
                      ? "BatchNorm1d takes (N, C) or (N, C, L)"
                      : "BatchNorm2d takes (N, C, H, W)",

@@ -13,9 +13,10 @@
  * receive their gradient in x->grad, accumulated with +=.
  *
  * A node lives while its output tensor does or while a later node needs it;
- * tg_backward frees the nodes it walked unless told to keep them. So a
- * forward pass that is never differentiated costs no memory once its
- * tensors are released.
+ * tg_backward releases what the nodes it walked saved (the memory that
+ * matters) unless told to keep it, and a node itself goes with the last
+ * tensor that needs it. So a forward pass, differentiated or not, costs no
+ * memory once its tensors are released.
  *
  * The tape is per thread: a graph belongs to the thread that recorded it.
  *
@@ -55,8 +56,9 @@ tg_tensor *tg_detach(const tg_tensor *x);
 /* ----------------------------------------------------------- backward */
 
 /* Backpropagates from a one-element tensor (the loss): every leaf it
- * depends on gets d(root)/d(leaf) added to leaf->grad. Frees the nodes it
- * walked. Cannot be called from inside a backward. Returns 0 or -1. */
+ * depends on gets d(root)/d(leaf) added to leaf->grad. Releases what the
+ * walked nodes saved (a second backward through them is then an error).
+ * Cannot be called from inside a backward. Returns 0 or -1. */
 int tg_backward(tg_tensor *root);
 
 typedef struct tg_backward_options {

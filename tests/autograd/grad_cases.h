@@ -47,5 +47,7 @@ extern const tg_grad_case tg_grad_cases_view[];
 extern const size_t tg_grad_cases_view_count;
 extern const tg_grad_case tg_grad_cases_reduce[];
 extern const size_t tg_grad_cases_reduce_count;
+extern const tg_grad_case tg_grad_cases_norm[];
+extern const size_t tg_grad_cases_norm_count;
 
 #endif

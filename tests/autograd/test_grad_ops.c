@@ -13,9 +13,11 @@
 static const tg_grad_case *case_at(size_t i)
 {
     const tg_grad_case *tables[] = {tg_grad_cases_elementwise,
-                                    tg_grad_cases_view, tg_grad_cases_reduce};
+                                    tg_grad_cases_view, tg_grad_cases_reduce,
+                                    tg_grad_cases_norm};
     size_t counts[] = {tg_grad_cases_elementwise_count,
-                       tg_grad_cases_view_count, tg_grad_cases_reduce_count};
+                       tg_grad_cases_view_count, tg_grad_cases_reduce_count,
+                       tg_grad_cases_norm_count};
     for (size_t t = 0; t < sizeof counts / sizeof *counts; t++) {
         if (i < counts[t])
             return &tables[t][i];
@@ -27,7 +29,7 @@ static const tg_grad_case *case_at(size_t i)
 static size_t case_count(void)
 {
     return tg_grad_cases_elementwise_count + tg_grad_cases_view_count +
-           tg_grad_cases_reduce_count;
+           tg_grad_cases_reduce_count + tg_grad_cases_norm_count;
 }
 
 /* A float64 input laid out as spec says, values from gen. */

@@ -162,7 +162,9 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
  * has a _composed form built from the primitive ops above (mean, sub, mul,
  * rsqrt, ...), which the tape differentiates: the plain reference that the
  * fused op is tested against, and the version to read first. The composed
- * forms follow the same rules and checks. */
+ * forms take the same arguments and make the same checks; being plain,
+ * they keep x - mean in x's dtype (less accurate in float32 when |mean| >>
+ * std) and have no special case for a constant channel with eps 0. */
 
 /* As torch.nn.functional.layer_norm. Each of the M leading positions of x
  * is one row of N = prod(normalized_shape) elements; the trailing

@@ -167,11 +167,11 @@ static tg_tensor *batch_norm_forward(tg_module *m, const tg_tensor *x)
                                    : x->ndim == 4;
     if (!ok_dims) {
         char s[TG_SHAPE_STR_MAX];
-        tg_error(name,
-                 "expected %s input, got shape %s (%d dim%s)\n"
+        tg_error("tg_module_forward",
+                 "%s expected %s input, got shape %s (%d dim%s)\n"
                  "  rule: %s\n"
                  "  hint: %s",
-                 d->spatial == 1 ? "2D or 3D" : "4D", tg_shape_str(x, s),
+                 name, d->spatial == 1 ? "2D or 3D" : "4D", tg_shape_str(x, s),
                  x->ndim, x->ndim == 1 ? "" : "s",
                  d->spatial == 1
                      ? "BatchNorm1d takes (N, C) or (N, C, L)"
@@ -249,8 +249,10 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
         tg_error(fn,
                  "num_features is %lld\n"
                  "  rule: num_features is the channel count C >= 1 (dim 1 "
-                 "of the input)",
-                 (long long)num_features);
+                 "of the input)\n"
+                 "  hint: pass x.shape[1], e.g. %s(64, NULL) for inputs "
+                 "(N, 64, ...)",
+                 (long long)num_features, fn);
         return NULL;
     }
     /* The same checks as the op, made now rather than at the first batch. */

@@ -69,13 +69,14 @@ static int layer_norm_check(const char *fn, const tg_tensor *x,
         tg_error(fn,
                  "the input of shape %s does not end with normalized_shape "
                  "%s\n"
-                 "  rule: the last %d dims of x must equal normalized_shape "
-                 "(as torch: input of shape [*, normalized_shape])\n"
+                 "  rule: the last %d dim%s of x must equal "
+                 "normalized_shape (as torch: input of shape [*, "
+                 "normalized_shape])\n"
                  "  hint: to normalise over the last dim of this x, pass "
                  "normalized_shape (%lld,)",
                  tg_shape_str(x, sx),
                  tg_shape_format(normalized_shape, ndim, sn), ndim,
-                 (long long)x->shape[x->ndim - 1]);
+                 ndim == 1 ? "" : "s", (long long)x->shape[x->ndim - 1]);
         return -1;
     }
     const tg_tensor *params[2] = {weight, bias};
@@ -240,7 +241,8 @@ static int layer_norm_backward(tg_node *node, const tg_tensor *g,
     int wdim = 0, bdim = 0;
     const int64_t *wshape = tg_node_input_shape(node, 1, &wdim);
     const int64_t *bshape = tg_node_input_shape(node, 2, &bdim);
-    bool need_w = tg_node_needs_grad(node, 1), need_b = tg_node_needs_grad(node, 2);
+    bool need_w = tg_node_needs_grad(node, 1);
+    bool need_b = tg_node_needs_grad(node, 2);
     int rc = -1;
     tg_tensor *dy = tg_contiguous_as(g, x->dtype);
     tg_tensor *xc = tg_contiguous_as(x, x->dtype);

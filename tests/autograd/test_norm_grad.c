@@ -974,7 +974,7 @@ TG_TEST(norm_grad, layer_norm_errors)
     EXPECT_ERROR(tg_layer_norm(x, TG_SHAPE(4), NULL, NULL, 1e-5),
                  "the input of shape (4, 5) does not end with "
                  "normalized_shape (4,)",
-                 "rule: the last 1 dims of x must equal normalized_shape",
+                 "rule: the last 1 dim of x must equal normalized_shape",
                  "hint: to normalise over the last dim of this x, pass "
                  "normalized_shape (5,)");
     EXPECT_ERROR(tg_layer_norm(x, TG_SHAPE(5, 4), NULL, NULL, 1e-5),

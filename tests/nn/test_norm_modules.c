@@ -763,14 +763,15 @@ TG_TEST(nn_norm, batch_norm1d_rejects_4d_and_1d_input)
     tg_module *m = tg_batch_norm1d_new(3, NULL);
     tg_tensor *x = tg_zeros(TG_SHAPE(2, 3, 4, 5), TG_FLOAT32);
     cr_assert_null(tg_module_forward(m, x));
-    tg_assert_error("BatchNorm1d: expected 2D or 3D input, got shape "
-                    "(2, 3, 4, 5)",
+    tg_assert_error("tg_module_forward: BatchNorm1d expected 2D or 3D input, "
+                    "got shape (2, 3, 4, 5)",
                     "rule: BatchNorm1d takes (N, C) or (N, C, L)",
                     "hint: images (N, C, H, W) go to BatchNorm2d");
     tg_release(x);
     x = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
     cr_assert_null(tg_module_forward(m, x));
-    tg_assert_error("BatchNorm1d: expected 2D or 3D input, got shape (3,)",
+    tg_assert_error("tg_module_forward: BatchNorm1d expected 2D or 3D input, "
+                    "got shape (3,)",
                     "hint:", "tg_unsqueeze(x, 0)");
     tg_release(x);
     cr_assert_eq(tg_item(tg_module_buffer(m, "num_batches_tracked")), 0);
@@ -782,14 +783,16 @@ TG_TEST(nn_norm, batch_norm2d_rejects_2d_and_3d_input)
     tg_module *m = tg_batch_norm2d_new(3, NULL);
     tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
     cr_assert_null(tg_module_forward(m, x));
-    tg_assert_error("BatchNorm2d: expected 4D input, got shape (2, 3)",
+    tg_assert_error("tg_module_forward: BatchNorm2d expected 4D input, "
+                    "got shape (2, 3)",
                     "rule: BatchNorm2d takes (N, C, H, W)",
                     "hint: features (N, C) or sequences (N, C, L) go to "
                     "BatchNorm1d");
     tg_release(x);
     x = tg_zeros(TG_SHAPE(2, 3, 4), TG_FLOAT32);
     cr_assert_null(tg_module_forward(m, x));
-    tg_assert_error("BatchNorm2d: expected 4D input, got shape (2, 3, 4)");
+    tg_assert_error("tg_module_forward: BatchNorm2d expected 4D input, "
+                    "got shape (2, 3, 4)");
     tg_release(x);
     cr_assert_eq(tg_item(tg_module_buffer(m, "num_batches_tracked")), 0);
     tg_module_free(m);

@@ -167,7 +167,7 @@ static bool all_equal(const tg_tensor *t, double v)
 {
     double buf[64];
     cr_assert_leq(t->numel, 64);
-    tg_to_f64_array(t, buf);
+    cr_assert_eq(tg_to_f64_array(t, buf), 0, "%s", tg_last_error());
     for (int64_t i = 0; i < t->numel; i++)
         if (buf[i] != v)
             return false;
@@ -670,7 +670,12 @@ TG_TEST(module, free_releases_everything)
     tg_tensor *x = tg_ones(TG_SHAPE(3, 2), TG_FLOAT32);
     tg_tensor *y = tg_module_forward(m, x); // BatchNorm's buffers move
     tg_tensor *loss = tg_sum(y, NULL, 0, false);
-    tg_backward(loss); // and every parameter gets a .grad
+    cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
+    tg_named_tensor params[16];
+    int n = tg_module_named_parameters(m, params, 16);
+    cr_assert_eq(n, 7);
+    for (int i = 0; i < n; i++) // every parameter now holds a .grad too
+        cr_assert_not_null(params[i].tensor->grad, "%s", params[i].name);
     tg_release(loss);
     tg_release(y);
     tg_release(x);

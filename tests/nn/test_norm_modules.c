@@ -878,7 +878,8 @@ TG_TEST(nn_norm, bad_num_features)
     for (int i = 0; i < 2; i++) {
         cr_assert_null(tg_batch_norm1d_new(bad[i], NULL));
         tg_assert_error("tg_batch_norm1d_new: num_features is",
-                        "rule: num_features is the channel count C >= 1");
+                        "rule: num_features is the channel count C >= 1",
+                        "hint: pass x.shape[1]");
         cr_assert_null(tg_batch_norm2d_new(bad[i], NULL));
         tg_assert_error("tg_batch_norm2d_new: num_features is");
     }

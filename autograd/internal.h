@@ -84,6 +84,16 @@ tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
  * broadcast operand. New reference. */
 tg_tensor *tg_sum_to_input(const tg_node *node, const tg_tensor *g, int i);
 
+/* The checks LayerNorm and BatchNorm share (autograd/ops/layer_norm.c;
+ * nn/norm.c checks a layer's settings with them when building it). Each
+ * returns 0, or -1 with an error naming fn. */
+/* eps is a finite number >= 0. */
+int tg_norm_eps_check(const char *fn, double eps);
+/* Parameter `name` (weight, running_mean, ...) has x's dtype; `group`
+ * names what must share it in the rule ("weight, bias and x"). */
+int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
+                        const tg_tensor *x, const char *group);
+
 /* BatchNorm's momentum in [0, 1], eps finite >= 0, correction 0 or 1.
  * Returns 0, or -1 with an error naming fn (autograd/ops/batch_norm.c;
  * nn/norm.c checks a layer's settings with it when building it). */

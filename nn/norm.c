@@ -112,15 +112,8 @@ tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
     }
     if (tg_shape_check(fn, normalized_shape, ndim) < 0)
         return NULL;
-    if (!(eps >= 0.0) || eps == INFINITY) {
-        tg_error(fn,
-                 "eps is %g\n"
-                 "  rule: eps is a finite number >= 0, added to the "
-                 "variance inside the sqrt\n"
-                 "  hint: PyTorch's default is 1e-5",
-                 eps);
+    if (tg_norm_eps_check(fn, eps) < 0)
         return NULL;
-    }
     tg_module *m = tg_module_new(&layer_norm_type);
     if (!m)
         return NULL;

@@ -39,6 +39,10 @@ int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);
 
 /* A new contiguous tensor; no argument checks (callers checked the shape). */
 tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype);
+/* A new contiguous tensor of dtype holding v[0 .. numel) converted from
+ * double (sums and statistics kernels compute in double). No checks. */
+tg_tensor *tg_alloc_from_f64(const double *v, const int64_t *shape, int ndim,
+                             tg_dtype dtype);
 /* A new tensor sharing base's storage with the given layout (no checks). */
 tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
                         const int64_t *strides, int ndim, int64_t offset);

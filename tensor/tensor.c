@@ -95,6 +95,15 @@ oom:;
     return NULL;
 }
 
+tg_tensor *tg_alloc_from_f64(const double *v, const int64_t *shape, int ndim,
+                             tg_dtype dtype)
+{
+    tg_tensor *t = tg_alloc(shape, ndim, dtype);
+    for (int64_t i = 0; t && i < t->numel; i++)
+        tg_store_contiguous(t, i, v[i]);
+    return t;
+}
+
 tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
                         const int64_t *strides, int ndim, int64_t offset)
 {

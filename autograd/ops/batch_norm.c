@@ -47,19 +47,9 @@ static int channel_param_check(const char *fn, const char *name,
                  tg_shape_str(x, sx), (long long)C);
         return -1;
     }
-    if (p->dtype != x->dtype) {
-        tg_error(fn,
-                 "%s is %s but the input is %s\n"
-                 "  rule: the input, running statistics, weight and bias "
-                 "have one dtype\n"
-                 "  hint: convert x with tg_to_dtype(x, %s), or the layer "
-                 "with tg_module_to_dtype(layer, %s)",
-                 name, tg_dtype_name(p->dtype), tg_dtype_name(x->dtype),
-                 p->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64",
-                 x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
-        return -1;
-    }
-    return 0;
+    return tg_norm_dtype_check(fn, name, p, x,
+                               "the input, running statistics, weight and "
+                               "bias");
 }
 
 /* Checks momentum, eps and correction (shared with the modules, which
@@ -76,15 +66,8 @@ int tg_batch_norm_options_check(const char *fn,
                  o->momentum);
         return -1;
     }
-    if (!(o->eps >= 0.0) || isinf(o->eps)) {
-        tg_error(fn,
-                 "eps is %g\n"
-                 "  rule: eps is a finite number >= 0, added to the "
-                 "variance inside the sqrt\n"
-                 "  hint: PyTorch's default is 1e-5",
-                 o->eps);
+    if (tg_norm_eps_check(fn, o->eps) < 0)
         return -1;
-    }
     if (o->correction != 0 && o->correction != 1) {
         tg_error(fn,
                  "correction is %lld\n"
@@ -321,15 +304,6 @@ typedef struct batch_norm_ctx {
     bool has_weight;
 } batch_norm_ctx;
 
-/* n doubles as a new (n,) tensor of the given dtype. */
-static tg_tensor *vector_from(const double *v, int64_t n, tg_dtype dtype)
-{
-    tg_tensor *out = tg_alloc(&n, 1, dtype);
-    for (int64_t i = 0; out && i < n; i++)
-        tg_store_contiguous(out, i, v[i]);
-    return out;
-}
-
 static int batch_norm_backward(tg_node *node, const tg_tensor *g,
                                tg_tensor **grads)
 {
@@ -367,11 +341,12 @@ static int batch_norm_backward(tg_node *node, const tg_tensor *g,
             c->correction, l);
     grads[0] = dx;
     dx = NULL;
+    /* dw = sum(dy * xhat), db = sum(dy), per channel */
     if (tg_node_needs_grad(node, 1) &&
-        !(grads[1] = vector_from(sdyx, l->C, x->dtype))) // dw = sum(dy*xhat)
+        !(grads[1] = tg_alloc_from_f64(sdyx, &l->C, 1, x->dtype)))
         goto done;
     if (tg_node_needs_grad(node, 2) &&
-        !(grads[2] = vector_from(sdy, l->C, x->dtype)))  // db = sum(dy)
+        !(grads[2] = tg_alloc_from_f64(sdy, &l->C, 1, x->dtype)))
         goto done;
     rc = 0;
 done:
@@ -443,9 +418,9 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
                              wc ? (const double *)tg_base_ptr(wc) : NULL,
                              bc ? (const double *)tg_base_ptr(bc) : NULL,
                              (double *)tg_base_ptr(out), pm, pi, &l);
-    if (mean && !(*mean = vector_from(pm, C, x->dtype)))
+    if (mean && !(*mean = tg_alloc_from_f64(pm, &C, 1, x->dtype)))
         goto fail;
-    if (invstd && !(*invstd = vector_from(pi, C, x->dtype)))
+    if (invstd && !(*invstd = tg_alloc_from_f64(pi, &C, 1, x->dtype)))
         goto fail;
     tg_node *node =
         tg_record(&batch_norm_op, &out, TG_INPUTS(x, weight, bias));

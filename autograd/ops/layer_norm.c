@@ -15,6 +15,35 @@
 
 /* ------------------------------------------------------------ arguments */
 
+int tg_norm_eps_check(const char *fn, double eps)
+{
+    if (eps >= 0.0 && !isinf(eps))
+        return 0;
+    tg_error(fn,
+             "eps is %g\n"
+             "  rule: eps is a finite number >= 0, added to the variance "
+             "inside the sqrt\n"
+             "  hint: PyTorch's default is 1e-5",
+             eps);
+    return -1;
+}
+
+int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
+                        const tg_tensor *x, const char *group)
+{
+    if (p->dtype == x->dtype)
+        return 0;
+    tg_error(fn,
+             "%s is %s but the input is %s\n"
+             "  rule: %s have one dtype\n"
+             "  hint: convert x with tg_to_dtype(x, %s), or the layer with "
+             "tg_module_to_dtype(layer, %s)",
+             name, tg_dtype_name(p->dtype), tg_dtype_name(x->dtype), group,
+             p->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64",
+             x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
+    return -1;
+}
+
 /* Checks the arguments of every LayerNorm entry point and gives the row
  * count M and the row length N. Returns 0, or -1 (with an error unless x
  * was NULL, which fails silently as everywhere). */
@@ -99,28 +128,12 @@ static int layer_norm_check(const char *fn, const tg_tensor *x,
                      tg_shape_format(normalized_shape, ndim, sn));
             return -1;
         }
-        if (p->dtype != x->dtype) {
-            tg_error(fn,
-                     "%s is %s but the input is %s\n"
-                     "  rule: weight, bias and x have one dtype\n"
-                     "  hint: convert x with tg_to_dtype(x, %s), or the "
-                     "layer with tg_module_to_dtype(layer, %s)",
-                     names[k], tg_dtype_name(p->dtype),
-                     tg_dtype_name(x->dtype),
-                     p->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64",
-                     x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
+        if (tg_norm_dtype_check(fn, names[k], p, x,
+                                "weight, bias and x") < 0)
             return -1;
-        }
     }
-    if (!(eps >= 0.0) || isinf(eps)) {
-        tg_error(fn,
-                 "eps is %g\n"
-                 "  rule: eps is a finite number >= 0, added to the "
-                 "variance inside the sqrt\n"
-                 "  hint: PyTorch's default is 1e-5",
-                 eps);
+    if (tg_norm_eps_check(fn, eps) < 0)
         return -1;
-    }
     *rows = 1;
     *cols = 1;
     for (int i = 0; i < x->ndim; i++)
@@ -222,16 +235,6 @@ typedef struct layer_norm_ctx {
     bool has_weight;
 } layer_norm_ctx;
 
-/* n double values as a new contiguous tensor of the given shape and dtype. */
-static tg_tensor *sums_as(const double *sums, const int64_t *shape, int ndim,
-                          tg_dtype dtype)
-{
-    tg_tensor *out = tg_alloc(shape, ndim, dtype);
-    for (int64_t i = 0; out && i < out->numel; i++)
-        tg_store_contiguous(out, i, sums[i]);
-    return out;
-}
-
 static int layer_norm_backward(tg_node *node, const tg_tensor *g,
                                tg_tensor **grads)
 {
@@ -271,9 +274,9 @@ static int layer_norm_backward(tg_node *node, const tg_tensor *g,
             dx ? (double *)tg_base_ptr(dx) : NULL, dw, db, c->rows, c->cols);
     grads[0] = dx;
     dx = NULL;
-    if (need_w && !(grads[1] = sums_as(dw, wshape, wdim, x->dtype)))
+    if (need_w && !(grads[1] = tg_alloc_from_f64(dw, wshape, wdim, x->dtype)))
         goto done;
-    if (need_b && !(grads[2] = sums_as(db, bshape, bdim, x->dtype)))
+    if (need_b && !(grads[2] = tg_alloc_from_f64(db, bshape, bdim, x->dtype)))
         goto done;
     rc = 0;
 done:
@@ -296,7 +299,8 @@ static tg_tensor *row_stats(const tg_tensor *x, int ndim, const tg_tensor *s)
     int64_t shape[TG_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++)
         shape[i] = i < x->ndim - ndim ? x->shape[i] : 1;
-    return sums_as((const double *)tg_base_ptr(s), shape, x->ndim, x->dtype);
+    return tg_alloc_from_f64((const double *)tg_base_ptr(s), shape, x->ndim,
+                             x->dtype);
 }
 
 tg_tensor *tg_layer_norm_ex(const tg_tensor *x,

@@ -42,16 +42,13 @@ static const char *py_float(double v, char buf[32])
         snprintf(buf, 32, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
         return buf;
     }
-    int digits = 1; // significant digits needed to read back as v
-    for (; digits < 17; digits++) {
+    int digits = 1; // significant digits needed to read back as v (17 do)
+    for (;; digits++) {
         snprintf(buf, 32, "%.*e", digits - 1, v);
-        if (strtod(buf, NULL) == v)
+        if (digits == 17 || strtod(buf, NULL) == v)
             break;
     }
-    int exponent = v == 0.0 ? 0 : (int)floor(log10(fabs(v)));
-    snprintf(buf, 32, "%.*e", digits - 1, v);
-    if (strtod(buf, NULL) == v && v != 0.0) // log10 can be off by one
-        exponent = atoi(strchr(buf, 'e') + 1);
+    int exponent = atoi(strchr(buf, 'e') + 1); // of the rounded value
     if (exponent < -4 || exponent >= 16)
         return buf; // C's "%.Ne" is Python's form: 1e-05, 1.5e+16
     int decimals = digits - 1 - exponent;

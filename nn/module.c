@@ -32,6 +32,20 @@ struct tg_module {
 
 static const char *const kind_names[] = {"parameter", "buffer", "child"};
 
+/* Makes room for one more item in a growing array of n items of `size`
+ * bytes with capacity *cap (doubling). Returns the array, moved or not, or
+ * NULL when out of memory (the old array is then unchanged). */
+static void *grow(void *items, int n, int *cap, size_t size)
+{
+    if (n < *cap)
+        return items;
+    int more = *cap ? 2 * *cap : 8;
+    void *p = realloc(items, (size_t)more * size);
+    if (p)
+        *cap = more;
+    return p;
+}
+
 tg_module *tg_module_new(const tg_module_type *type)
 {
     if (!type || !type->forward || !type->name) {
@@ -113,16 +127,12 @@ static slot *add_slot(const char *fn, tg_module *m, slot_kind kind,
                  m->type->name, name);
         return NULL;
     }
-    if (m->nslots == m->capacity) {
-        int cap = m->capacity ? 2 * m->capacity : 4;
-        slot *s = realloc(m->slots, (size_t)cap * sizeof *s);
-        if (!s) {
-            tg_error(fn, "out of memory");
-            return NULL;
-        }
-        m->slots = s;
-        m->capacity = cap;
+    slot *slots = grow(m->slots, m->nslots, &m->capacity, sizeof *slots);
+    if (!slots) {
+        tg_error(fn, "out of memory");
+        return NULL;
     }
+    m->slots = slots;
     slot *s = &m->slots[m->nslots++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -330,16 +340,12 @@ static void collect(const tg_module *m, slot_kind kind, const char *prefix,
         const slot *s = &m->slots[i];
         if (s->kind != kind || listed(l, s->tensor))
             continue;
-        if (l->n == l->cap) {
-            int cap = l->cap ? 2 * l->cap : 8;
-            tg_named_tensor *t = realloc(l->items, (size_t)cap * sizeof *t);
-            if (!t) {
-                l->failed = true;
-                return;
-            }
-            l->items = t;
-            l->cap = cap;
+        tg_named_tensor *items = grow(l->items, l->n, &l->cap, sizeof *items);
+        if (!items) {
+            l->failed = true;
+            return;
         }
+        l->items = items;
         snprintf(l->items[l->n].name, TG_NAME_MAX, "%s%s", prefix, s->name);
         l->items[l->n++].tensor = s->tensor;
     }
@@ -425,16 +431,12 @@ static void gather_slots(tg_module *m, slot_list *l)
             gather_slots(s->child, l);
             continue;
         }
-        if (l->n == l->cap) {
-            int cap = l->cap ? 2 * l->cap : 8;
-            slot **t = realloc(l->items, (size_t)cap * sizeof *t);
-            if (!t) {
-                l->failed = true;
-                return;
-            }
-            l->items = t;
-            l->cap = cap;
+        slot **items = grow(l->items, l->n, &l->cap, sizeof *items);
+        if (!items) {
+            l->failed = true;
+            return;
         }
+        l->items = items;
         l->items[l->n++] = s;
     }
 }

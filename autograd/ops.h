@@ -1,7 +1,7 @@
 /*
  * autograd/ops.h - the operations a user calls on tensors: views,
- * elementwise maths with broadcasting, reductions, softmax, matmul, and
- * LayerNorm and BatchNorm.
+ * elementwise maths with broadcasting, reductions, softmax, matmul,
+ * LayerNorm and BatchNorm, and the losses.
  *
  * Each op lives in one file of autograd/ops/ with its forward, its math and
  * (as the tape grows) its backward. Semantics follow PyTorch: same shapes,
@@ -249,6 +249,41 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
                                   const tg_tensor *weight,
                                   const tg_tensor *bias,
                                   const tg_batch_norm_options *opts);
+
+/* ----------------------------------------------------------------- losses */
+/* As torch.nn.functional's losses. Each is one op with its own backward,
+ * except tg_cross_entropy, which is tg_log_softmax followed by
+ * tg_nll_loss exactly as PyTorch composes it (grad_fn NllLossBackward0). */
+
+/* How a loss turns its per-element values into the result: their mean
+ * (PyTorch's default), their sum, or none (the values themselves). */
+typedef enum tg_reduction {
+    TG_REDUCTION_MEAN = 0,
+    TG_REDUCTION_SUM = 1,
+    TG_REDUCTION_NONE = 2,
+} tg_reduction;
+
+/* (input - target)^2, reduced. input and target have the same shape and
+ * the same float dtype (F.mse_loss). 0-d for mean/sum. */
+tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target,
+                       tg_reduction reduction);
+/* The negative log-likelihood of class labels: -logp[i, labels[i]],
+ * reduced (F.nll_loss). logp is (N, C) log-probabilities (or (C,) with a
+ * 0-d label); labels is int64 (N,) with values in [0, C). The mean of an
+ * empty batch is NaN, as PyTorch. */
+tg_tensor *tg_nll_loss(const tg_tensor *logp, const tg_tensor *labels,
+                       tg_reduction reduction);
+/* Cross-entropy of logits (N, C) against int64 labels (N,):
+ * nll_loss(log_softmax(logits, 1), labels), stable for any logit size. */
+tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *labels,
+                            tg_reduction reduction);
+/* Binary cross-entropy of logits against targets in [0, 1] of the same
+ * shape and float dtype, computed without overflow as
+ * max(x, 0) - x * t + log(1 + exp(-|x|)) (F.binary_cross_entropy_with_
+ * logits, no weights). */
+tg_tensor *tg_binary_cross_entropy_with_logits(const tg_tensor *logits,
+                                               const tg_tensor *targets,
+                                               tg_reduction reduction);
 
 #ifdef __cplusplus
 }

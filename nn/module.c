@@ -5,7 +5,9 @@
  * ...) are types built on this; nothing here knows any particular layer.
  */
 #include "nn.h"
+#include "internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +318,30 @@ tg_module *tg_module_child(const tg_module *m, const char *name)
     return s ? s->child : NULL;
 }
 
+int tg_module_num_children(const tg_module *m)
+{
+    int n = 0;
+    for (int i = 0; m && i < m->nslots; i++)
+        n += m->slots[i].kind == SLOT_CHILD;
+    return n;
+}
+
+tg_module *tg_module_child_at(const tg_module *m, int index)
+{
+    if (!m)
+        return NULL;
+    int n = 0;
+    for (int i = 0; i < m->nslots; i++)
+        if (m->slots[i].kind == SLOT_CHILD && n++ == index)
+            return m->slots[i].child;
+    tg_error("tg_module_child_at",
+             "no child %d in %s\n"
+             "  rule: the index is in [0, %d), the number of children\n"
+             "  hint: tg_module_num_children(m) tells how many there are",
+             index, m->type->name, n);
+    return NULL;
+}
+
 /* The named tensors of kind under m, each tensor once (a tensor registered
  * twice, as tied weights are, is listed under its first name), m's own
  * first, then each child's, in registration order. */
@@ -597,4 +623,32 @@ int tg_module_print(const tg_module *m)
     int rc = printf("%s\n", s) < 0 ? -1 : 0;
     free(s);
     return rc;
+}
+
+/* ------------------------------------------------ Python-style arguments */
+
+/* Python's spelling of a bool in the printed arguments. */
+const char *tg_py_bool(bool b) { return b ? "True" : "False"; }
+
+/* Writes v as Python's repr(float) does: the fewest digits that read back
+ * as v, positional for exponents -4..15 with at least one decimal ("1.0",
+ * "0.1"), scientific otherwise ("1e-05", "1.5e+16"). buf has 32 bytes. */
+const char *tg_py_float(double v, char buf[32])
+{
+    if (isnan(v) || isinf(v)) {
+        snprintf(buf, 32, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        return buf;
+    }
+    int digits = 1; // significant digits needed to read back as v (17 do)
+    for (;; digits++) {
+        snprintf(buf, 32, "%.*e", digits - 1, v);
+        if (digits == 17 || strtod(buf, NULL) == v)
+            break;
+    }
+    int exponent = atoi(strchr(buf, 'e') + 1); // of the rounded value
+    if (exponent < -4 || exponent >= 16)
+        return buf; // C's "%.Ne" is Python's form: 1e-05, 1.5e+16
+    int decimals = digits - 1 - exponent;
+    snprintf(buf, 32, "%.*f", decimals > 1 ? decimals : 1, v);
+    return buf;
 }

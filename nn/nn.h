@@ -1,7 +1,10 @@
 /*
- * nn/nn.h - layers with parameters and state, as torch.nn: the module
- * object (parameters, buffers, children, train/eval mode) and the
- * normalisation layers LayerNorm, BatchNorm1d and BatchNorm2d.
+ * nn/nn.h - what training a model takes, as torch.nn and torch.optim: the
+ * module object (parameters, buffers, children, train/eval mode); the
+ * layers Linear, ReLU, Tanh, GELU, Dropout, Sequential, LayerNorm,
+ * BatchNorm1d and BatchNorm2d; optimisers (SGD, Adam, AdamW) and
+ * learning-rate schedules; checkpoints; seeded toy datasets and shuffled
+ * mini-batches. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
  *
  * A module is an object, not a tensor: it is not reference-counted. The
  * code that makes one frees it with tg_module_free(), which releases its
@@ -80,6 +83,10 @@ tg_tensor *tg_module_parameter(const tg_module *m, const char *name);
 tg_tensor *tg_module_buffer(const tg_module *m, const char *name);
 /* A child by name (borrowed), or NULL with an error. */
 tg_module *tg_module_child(const tg_module *m, const char *name);
+/* How many direct children m has, and the i-th in registration order
+ * (borrowed; NULL with an error when i is out of range). */
+int tg_module_num_children(const tg_module *m);
+tg_module *tg_module_child_at(const tg_module *m, int i);
 
 /* One entry of a named list: the dotted name and the tensor (borrowed). */
 typedef struct tg_named_tensor {
@@ -150,6 +157,166 @@ tg_module *tg_batch_norm1d_new(int64_t num_features,
                                const tg_batch_norm_config *config);
 tg_module *tg_batch_norm2d_new(int64_t num_features,
                                const tg_batch_norm_config *config);
+
+/* ----------------------------------------------------------------- layers */
+
+/* nn.Linear(in_features, out_features, bias): y = x W^T + b for x of shape
+ * (..., in_features). Parameters "weight" (out, in) and "bias" (out,),
+ * float32, initialised as PyTorch does and from the default generator in
+ * PyTorch's order (weight row by row, then bias), each U(-k, k) with
+ * k = 1 / sqrt(in_features): after tg_manual_seed(s) the weights equal
+ * those of torch.manual_seed(s); nn.Linear(in, out). */
+tg_module *tg_linear_new(int64_t in_features, int64_t out_features,
+                         bool bias);
+
+/* Activations without parameters: nn.ReLU(), nn.Tanh(), nn.GELU(approximate). */
+tg_module *tg_relu_new(void);
+tg_module *tg_tanh_new(void);
+tg_module *tg_gelu_new(tg_gelu_approx approx);
+/* nn.Dropout(p): in training mode each element is zeroed with probability
+ * p (drawn from the default generator) and the others are scaled by
+ * 1 / (1 - p), so the expected value is unchanged; in eval mode the input
+ * passes through. p in [0, 1]. The masks are not PyTorch's for the same
+ * seed (PyTorch draws them with bernoulli_). */
+tg_module *tg_dropout_new(double p);
+
+/* nn.Sequential: applies its children in order; they are named "0", "1",
+ * ... Takes every module in mods (n of them), also when it fails: a NULL
+ * among them (a constructor that failed) frees the others and returns
+ * NULL, so a whole model can be built in one expression:
+ *   tg_module *mlp = TG_SEQUENTIAL(tg_linear_new(2, 64, true), tg_relu_new(),
+ *                                  tg_linear_new(64, 3, true));           */
+tg_module *tg_sequential_new(tg_module *const *mods, int n);
+#define TG_SEQUENTIAL(...) \
+    tg_sequential_new((tg_module *const[]){__VA_ARGS__}, \
+                      (int)(sizeof((tg_module *const[]){__VA_ARGS__}) / \
+                            sizeof(tg_module *)))
+/* Appends child as the next layer of seq (taking it, also on failure).
+ * Returns 0 or -1. */
+int tg_sequential_append(tg_module *seq, tg_module *child);
+
+/* ------------------------------------------------------------- optimisers */
+
+/* An optimiser holds (retained) references to the parameters it updates
+ * and their state (momentum buffers, Adam's moments). tg_optimizer_step
+ * applies PyTorch's update rule to every parameter that has a .grad (the
+ * others are skipped, as PyTorch does), in place and without recording
+ * on the tape. */
+typedef struct tg_optimizer tg_optimizer;
+
+/* torch.optim.SGD: g = grad + weight_decay * p; with momentum,
+ * buf = g at the first step, then buf = momentum * buf + (1 - dampening) * g,
+ * and g = g + momentum * buf (nesterov) or g = buf; then p -= lr * g. */
+typedef struct tg_sgd_config {
+    double lr;
+    double momentum;     // 0
+    double dampening;    // 0
+    double weight_decay; // 0
+    bool nesterov;       // needs momentum > 0 and dampening 0
+} tg_sgd_config;
+tg_sgd_config tg_sgd_config_default(double lr);
+
+/* torch.optim.Adam and AdamW: m = beta1 m + (1 - beta1) g,
+ * v = beta2 v + (1 - beta2) g^2, p -= lr / (1 - beta1^t) * m /
+ * (sqrt(v) / sqrt(1 - beta2^t) + eps). Adam adds weight_decay * p to g;
+ * AdamW instead multiplies p by (1 - lr * weight_decay) first. */
+typedef struct tg_adam_config {
+    double lr;           // 1e-3
+    double beta1, beta2; // 0.9, 0.999
+    double eps;          // 1e-8
+    double weight_decay; // 0 for Adam, 1e-2 for AdamW
+} tg_adam_config;
+tg_adam_config tg_adam_config_default(double lr);
+tg_adam_config tg_adamw_config_default(double lr);
+
+/* A new optimiser for every parameter of m (m may be NULL: add tensors
+ * with tg_optimizer_add_parameter). config NULL means the defaults with
+ * lr 1e-3. NULL on error (bad hyper-parameters are named). */
+tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config);
+tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config);
+tg_optimizer *tg_adamw_new(const tg_module *m, const tg_adam_config *config);
+/* Adds a float leaf tensor that requires grad (retained). A tensor
+ * already there is not added twice. Returns 0 or -1. */
+int tg_optimizer_add_parameter(tg_optimizer *opt, tg_tensor *p);
+/* One update of every parameter with a .grad. Returns 0, or -1 with an
+ * error (then no parameter has changed). */
+int tg_optimizer_step(tg_optimizer *opt);
+/* tg_zero_grad on every parameter (optimizer.zero_grad(set_to_none=False)). */
+void tg_optimizer_zero_grad(tg_optimizer *opt);
+/* The learning rate used by the next step, and changing it (what a
+ * schedule does between steps). */
+double tg_optimizer_lr(const tg_optimizer *opt);
+void tg_optimizer_set_lr(tg_optimizer *opt, double lr);
+/* How many steps have been taken. */
+int64_t tg_optimizer_steps(const tg_optimizer *opt);
+/* Frees the optimiser and its state; the parameters stay. NULL-safe. */
+void tg_optimizer_free(tg_optimizer *opt);
+
+/* Learning-rate schedules as closed forms of the epoch (or step) t:
+ * StepLR: base_lr * gamma^floor(t / step_size);
+ * CosineAnnealingLR: eta_min + (base_lr - eta_min) (1 + cos(pi t / t_max)) / 2
+ * for t in [0, t_max] (eta_min beyond). */
+double tg_lr_step(double base_lr, int64_t t, int64_t step_size, double gamma);
+double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
+
+/* ------------------------------------------------------------ checkpoints */
+
+/* Saves every parameter and buffer of m as <dir>/<dotted name>.npy
+ * ("0.weight.npy", "1.running_mean.npy"), creating dir if needed; the
+ * files open in NumPy with np.load. Returns 0 or -1. */
+int tg_module_save(const tg_module *m, const char *dir);
+/* Loads what tg_module_save wrote into m's own tensors (in place, so
+ * optimisers keep working). Every file must exist with exactly the
+ * tensor's shape and dtype; otherwise nothing is changed and the error
+ * names the tensor, both shapes and the file. Returns 0 or -1. */
+int tg_module_load(tg_module *m, const char *dir);
+
+/* ------------------------------------------------------------------- data */
+
+/* A labelled dataset: inputs x (N, D) float32 and int64 labels y (N,).
+ * Both are owned by the struct: tg_dataset_free releases them. */
+typedef struct tg_dataset {
+    tg_tensor *x; // (N, D) float32
+    tg_tensor *y; // (N,) int64
+} tg_dataset;
+void tg_dataset_free(tg_dataset *d); // releases x and y, sets them NULL
+
+/* Seeded 2-D toy problems (g NULL: the default generator), n_per_class
+ * points per class, classes in order (labels 0, 0, ..., 1, 1, ...):
+ * - spirals: classes arms winding around the origin (radius 0 to 1, one
+ *   and a half turns at noise 0), points jittered by N(0, noise^2);
+ * - moons: scikit-learn's two interleaving half circles, with N(0, noise^2);
+ * - blobs: classes Gaussian clusters of std spread around centres spaced
+ *   evenly on the circle of radius 2.
+ * Return 0 or -1. */
+int tg_make_spirals(int64_t n_per_class, int classes, double noise,
+                    tg_generator *g, tg_dataset *out);
+int tg_make_moons(int64_t n_per_class, double noise, tg_generator *g,
+                  tg_dataset *out);
+int tg_make_blobs(int64_t n_per_class, int classes, double spread,
+                  tg_generator *g, tg_dataset *out);
+/* Shuffles d (g NULL: default generator) and splits it: the last
+ * round(val_fraction * N) rows go to val, the rest to train. New
+ * tensors; d is unchanged. Returns 0 or -1. */
+int tg_dataset_split(const tg_dataset *d, double val_fraction,
+                     tg_generator *g, tg_dataset *train, tg_dataset *val);
+
+/* Mini-batches over a dataset, as a DataLoader: each epoch visits every
+ * row once, in a fresh random order when shuffle is set. */
+typedef struct tg_batches tg_batches;
+/* d is borrowed (its tensors are retained). g NULL: default generator. */
+tg_batches *tg_batches_new(const tg_dataset *d, int64_t batch_size,
+                           bool shuffle, bool drop_last, tg_generator *g);
+/* The next batch of the epoch as new tensors *x (B, D) and *y (B,), and
+ * true; false (and NULLs) once the epoch is over, and the next call
+ * starts a new epoch. */
+bool tg_batches_next(tg_batches *it, tg_tensor **x, tg_tensor **y);
+int64_t tg_batches_per_epoch(const tg_batches *it);
+void tg_batches_free(tg_batches *it);
+
+/* The share of rows of logits (N, C) whose argmax equals the int64 label,
+ * in [0, 1]; NaN with an error on bad input. */
+double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include "nn.h"
 
 #include "../autograd/internal.h"
+#include "internal.h"
 
 #include <math.h>
 
@@ -28,32 +29,6 @@ static int add_filled(tg_module *m, const char *name, bool parameter,
                          : tg_module_add_buffer(m, name, t);
     tg_release(t);
     return rc;
-}
-
-/* Python's spelling of a bool in the printed arguments. */
-static const char *py_bool(bool b) { return b ? "True" : "False"; }
-
-/* Writes v as Python's repr(float) does: the fewest digits that read back
- * as v, positional for exponents -4..15 with at least one decimal ("1.0",
- * "0.1"), scientific otherwise ("1e-05", "1.5e+16"). buf has 32 bytes. */
-static const char *py_float(double v, char buf[32])
-{
-    if (isnan(v) || isinf(v)) {
-        snprintf(buf, 32, "%s", isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-        return buf;
-    }
-    int digits = 1; // significant digits needed to read back as v (17 do)
-    for (;; digits++) {
-        snprintf(buf, 32, "%.*e", digits - 1, v);
-        if (digits == 17 || strtod(buf, NULL) == v)
-            break;
-    }
-    int exponent = atoi(strchr(buf, 'e') + 1); // of the rounded value
-    if (exponent < -4 || exponent >= 16)
-        return buf; // C's "%.Ne" is Python's form: 1e-05, 1.5e+16
-    int decimals = digits - 1 - exponent;
-    snprintf(buf, 32, "%.*f", decimals > 1 ? decimals : 1, v);
-    return buf;
 }
 
 /* ------------------------------------------------------------- LayerNorm */
@@ -87,7 +62,7 @@ static void layer_norm_describe(const tg_module *m, char *buf, size_t size)
     snprintf(shape + len, sizeof shape - len, "%s)", d->ndim == 1 ? "," : "");
     char eps[32];
     snprintf(buf, size, "%s, eps=%s, elementwise_affine=%s", shape,
-             py_float(d->eps, eps), py_bool(d->affine));
+             tg_py_float(d->eps, eps), tg_py_bool(d->affine));
 }
 
 static const tg_module_type layer_norm_type = {
@@ -210,13 +185,13 @@ static void batch_norm_describe(const tg_module *m, char *buf, size_t size)
     const tg_batch_norm_config *c = &d->config;
     char momentum[32] = "None", eps[32];
     if (!c->cumulative)
-        py_float(c->momentum, momentum);
+        tg_py_float(c->momentum, momentum);
     int len = snprintf(buf, size,
                        "%lld, eps=%s, momentum=%s, affine=%s, "
                        "track_running_stats=%s",
-                       (long long)d->num_features, py_float(c->eps, eps),
+                       (long long)d->num_features, tg_py_float(c->eps, eps),
                        momentum,
-                       py_bool(c->affine), py_bool(c->track_running_stats));
+                       tg_py_bool(c->affine), tg_py_bool(c->track_running_stats));
     if (c->correction && len > 0 && (size_t)len < size)
         snprintf(buf + len, size - (size_t)len, ", correction=%lld",
                  (long long)c->correction);

@@ -49,5 +49,7 @@ extern const tg_grad_case tg_grad_cases_reduce[];
 extern const size_t tg_grad_cases_reduce_count;
 extern const tg_grad_case tg_grad_cases_norm[];
 extern const size_t tg_grad_cases_norm_count;
+extern const tg_grad_case tg_grad_cases_loss[];
+extern const size_t tg_grad_cases_loss_count;
 
 #endif

@@ -1,0 +1,18 @@
+/*
+ * nn/internal.h - what the files of nn/ share and users do not see: the
+ * Python spellings used when a module prints its arguments as PyTorch does.
+ */
+#ifndef TG_NN_INTERNAL_H
+#define TG_NN_INTERNAL_H
+
+#include <stdbool.h>
+
+/* "True" / "False". */
+const char *tg_py_bool(bool b);
+/* Writes v as Python's repr(float) does: the fewest digits that read back
+ * as v, positional for exponents -4..15 with at least one decimal ("1.0",
+ * "0.1"), scientific otherwise ("1e-05", "1.5e+16"). Returns buf (32
+ * bytes). */
+const char *tg_py_float(double v, char buf[32]);
+
+#endif

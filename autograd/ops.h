@@ -146,6 +146,15 @@ tg_tensor *tg_min(const tg_tensor *x, const int *dims, int ndims,
 tg_tensor *tg_argmax(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim);
 
+/* torch.histogram(x, bins, density): counts of x's elements in `bins`
+ * equal bins over [min(x), max(x)] (each bin [a, b) except the last,
+ * which includes its right edge; a constant x spans [x - 0.5, x + 0.5]).
+ * With density, count / (numel * bin width). Returns the float64 counts
+ * (bins,) and, when edges is not NULL, the (bins + 1,) float64 edges in
+ * *edges. Not differentiable (no node is recorded). New references. */
+tg_tensor *tg_histogram(const tg_tensor *x, int64_t bins, bool density,
+                        tg_tensor **edges);
+
 /* Numerically stable (the max is subtracted first). */
 tg_tensor *tg_softmax(const tg_tensor *x, int dim);
 tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);

@@ -195,6 +195,26 @@ tg_module *tg_sequential_new(tg_module *const *mods, int n);
  * Returns 0 or -1. */
 int tg_sequential_append(tg_module *seq, tg_module *child);
 
+/* The normalisation and activation an MLP block uses. */
+typedef enum tg_norm_kind {
+    TG_NORM_NONE = 0,
+    TG_NORM_BATCH = 1, // BatchNorm1d over the features of a (N, width) batch
+    TG_NORM_LAYER = 2, // LayerNorm over each row's width features
+} tg_norm_kind;
+typedef enum tg_activation {
+    TG_ACT_RELU = 0,
+    TG_ACT_TANH = 1,
+    TG_ACT_GELU = 2,
+} tg_activation;
+/* A multi-layer perceptron as torchvision.ops.MLP: for each of the
+ * nhidden widths, Linear -> norm (if any) -> activation; then a Linear
+ * to out_features. A Sequential whose children are those layers in that
+ * order ("0", "1", ...), drawn from the default generator layer by layer
+ * as PyTorch would. NULL on error. */
+tg_module *tg_mlp_new(int64_t in_features, const int64_t *hidden, int nhidden,
+                      int64_t out_features, tg_norm_kind norm,
+                      tg_activation activation);
+
 /* ------------------------------------------------------------- optimisers */
 
 /* An optimiser holds (retained) references to the parameters it updates

@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int tg_placeholder_;

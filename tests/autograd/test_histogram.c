@@ -1,0 +1,3 @@
+/* placeholder */
+#include "../common.h"
+Test(placeholder, nothing) { cr_assert(true); }

@@ -1,6 +1,9 @@
 #!/bin/sh
 # Quick start, step 1: installs what is missing (Debian 12, as root), builds
-# tapegrad into build/ and runs the main demo.
+# tapegrad into build/ and runs the main demo: a toy MLP trained on spirals
+# without normalisation, with BatchNorm and with LayerNorm, leaving its logs
+# and plots in out/train_mlp/. Arguments are passed on to the demo
+# (./scripts/quickstart.sh --help lists them).
 #
 # Packages are installed only when missing, so running this again is cheap.
 # Set TG_NO_INSTALL=1 to skip the package step (e.g. without root).
@@ -8,6 +11,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 packages="gcc pkg-config meson ninja-build libcriterion-dev python3-numpy"
+# The demo's plots need gnuplot with the pngcairo terminal; any Debian
+# gnuplot package has it, gnuplot-nox is the one without a GUI.
+command -v gnuplot >/dev/null 2>&1 || packages="$packages gnuplot-nox"
 
 missing=""
 for p in $packages; do
@@ -27,5 +33,5 @@ fi
 ninja -C build
 
 echo
-echo "== examples/tensor_tour =="
-./build/examples/tensor_tour
+echo "== examples/train_mlp =="
+./build/examples/train_mlp "$@"

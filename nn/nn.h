@@ -185,7 +185,11 @@ tg_module *tg_dropout_new(double p);
  * among them (a constructor that failed) frees the others and returns
  * NULL, so a whole model can be built in one expression:
  *   tg_module *mlp = TG_SEQUENTIAL(tg_linear_new(2, 64, true), tg_relu_new(),
- *                                  tg_linear_new(64, 3, true));           */
+ *                                  tg_linear_new(64, 3, true));
+ * C leaves the order in which an initialiser's elements are evaluated
+ * unspecified (GCC and Clang go left to right), so for weights equal to
+ * PyTorch's after the same seed, make the layers in separate statements,
+ * or use tg_sequential_append or tg_mlp_new. */
 tg_module *tg_sequential_new(tg_module *const *mods, int n);
 #define TG_SEQUENTIAL(...) \
     tg_sequential_new((tg_module *const[]){__VA_ARGS__}, \
@@ -250,7 +254,8 @@ tg_adam_config tg_adam_config_default(double lr);
 tg_adam_config tg_adamw_config_default(double lr);
 
 /* A new optimiser for every parameter of m (m may be NULL: add tensors
- * with tg_optimizer_add_parameter). config NULL means the defaults with
+ * with tg_optimizer_add_parameter). It keeps the tensors m has now: make
+ * it after tg_module_to_dtype, which replaces them. config NULL means the defaults with
  * lr 1e-3. NULL on error (bad hyper-parameters are named). */
 tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config);
 tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config);
@@ -263,11 +268,12 @@ int tg_optimizer_add_parameter(tg_optimizer *opt, tg_tensor *p);
 int tg_optimizer_step(tg_optimizer *opt);
 /* tg_zero_grad on every parameter (optimizer.zero_grad(set_to_none=False)). */
 void tg_optimizer_zero_grad(tg_optimizer *opt);
-/* The learning rate used by the next step, and changing it (what a
- * schedule does between steps). */
+/* The learning rate used by the next step (NaN for a NULL opt), and
+ * changing it, which is what a schedule does between steps (0, or -1 for
+ * a negative or NaN rate, leaving it unchanged). */
 double tg_optimizer_lr(const tg_optimizer *opt);
-void tg_optimizer_set_lr(tg_optimizer *opt, double lr);
-/* How many steps have been taken. */
+int tg_optimizer_set_lr(tg_optimizer *opt, double lr);
+/* How many steps have been taken (-1 for a NULL opt). */
 int64_t tg_optimizer_steps(const tg_optimizer *opt);
 /* Frees the optimiser and its state; the parameters stay. NULL-safe. */
 void tg_optimizer_free(tg_optimizer *opt);

@@ -1,2 +1,646 @@
-/* placeholder */
-typedef int tg_placeholder_;
+/*
+ * nn/optim.c - the optimisers SGD, Adam and AdamW, as torch.optim 1.13,
+ * and the closed forms of two learning-rate schedules (StepLR,
+ * CosineAnnealingLR).
+ *
+ * An optimiser is a list of parameters (retained) with their state: SGD's
+ * momentum buffer, Adam's two moments and each parameter's own step count
+ * (PyTorch's state['step']: a parameter that had no .grad at some step has
+ * taken fewer steps, and its bias corrections say so). A step runs
+ * PyTorch's single-tensor update rule (torch/optim/sgd.py, adam.py,
+ * adamw.py) on the raw data: one plain loop per parameter, operations in
+ * PyTorch's order, each in the parameter's dtype with the hyper-parameters
+ * rounded to it as PyTorch's kernels do. PyTorch's vectorised kernels fuse
+ * `a + alpha * b` into one multiply-add and this code rounds the product
+ * first, so the results differ from PyTorch's in the last bits (about
+ * 1e-15 relative in float64 and 1e-6 in float32 after five steps; see
+ * scripts/reference/gen_optim.py).
+ *
+ * Not here: amsgrad, maximize, parameter groups with their own settings,
+ * sparse gradients, and schedulers as objects (the schedules are functions
+ * of the step; call tg_optimizer_set_lr with their value).
+ */
+#include "nn.h"
+
+#include "../autograd/internal.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ the object */
+
+typedef enum optim_kind { OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW } optim_kind;
+
+/* One parameter and its state. The state tensors are contiguous, of the
+ * parameter's shape and dtype, made at the parameter's first step. */
+typedef struct param_slot {
+    tg_tensor *param;       // retained
+    char name[TG_NAME_MAX]; // its dotted name in the module, or ""
+    tg_tensor *buf;         // SGD: momentum buffer; Adam: exp_avg (m)
+    tg_tensor *sq;          // Adam: exp_avg_sq (v)
+    int64_t step;           // steps this parameter has taken
+    /* During a step only: the gradient as contiguous data of the
+     * parameter's dtype (the .grad itself when it already is), and a
+     * contiguous copy of a non-contiguous parameter (else NULL). */
+    tg_tensor *grad_work;
+    tg_tensor *param_work;
+} param_slot;
+
+struct tg_optimizer {
+    optim_kind kind;
+    const char *fn; // "tg_sgd_new", ...: names the kind in messages
+    double lr;      // of the next step; the configs' lr is not used
+    tg_sgd_config sgd;
+    tg_adam_config adam;
+    param_slot *slots; // (n,)
+    int n, cap;
+    int64_t steps;
+};
+
+tg_sgd_config tg_sgd_config_default(double lr)
+{
+    return (tg_sgd_config){.lr = lr, .momentum = 0.0, .dampening = 0.0,
+                           .weight_decay = 0.0, .nesterov = false};
+}
+
+tg_adam_config tg_adam_config_default(double lr)
+{
+    return (tg_adam_config){.lr = lr, .beta1 = 0.9, .beta2 = 0.999,
+                            .eps = 1e-8, .weight_decay = 0.0};
+}
+
+tg_adam_config tg_adamw_config_default(double lr)
+{
+    tg_adam_config c = tg_adam_config_default(lr);
+    c.weight_decay = 1e-2;
+    return c;
+}
+
+/* ------------------------------------------------------ hyper-parameters */
+
+/* False (with an error) unless lr >= 0. NaN fails too. */
+static bool lr_ok(const char *fn, double lr)
+{
+    if (lr >= 0.0)
+        return true;
+    char v[32];
+    tg_error(fn,
+             "invalid learning rate %s\n"
+             "  rule: lr >= 0 (PyTorch: \"Invalid learning rate\")\n"
+             "  hint: common starting points are 0.1 to 0.01 for SGD and "
+             "1e-3 for Adam",
+             tg_py_float(lr, v));
+    return false;
+}
+
+/* False (with an error) unless value >= 0. */
+static bool non_negative(const char *fn, const char *what, double value,
+                         const char *hint)
+{
+    if (value >= 0.0)
+        return true;
+    char v[32];
+    tg_error(fn,
+             "invalid %s value %s\n"
+             "  rule: %s >= 0 (PyTorch: \"Invalid %s value\")\n"
+             "  hint: %s",
+             what, tg_py_float(value, v), what, what, hint);
+    return false;
+}
+
+static bool sgd_config_ok(const char *fn, const tg_sgd_config *c)
+{
+    if (!lr_ok(fn, c->lr) ||
+        !non_negative(fn, "momentum", c->momentum,
+                      "0 means plain SGD; 0.9 is the usual momentum") ||
+        !non_negative(fn, "weight_decay", c->weight_decay,
+                      "0 means none; it adds weight_decay * p to the "
+                      "gradient"))
+        return false;
+    if (isnan(c->dampening)) {
+        tg_error(fn,
+                 "dampening is nan\n"
+                 "  rule: dampening is a number: each new gradient enters "
+                 "the momentum buffer scaled by 1 - dampening\n"
+                 "  hint: PyTorch's default is 0");
+        return false;
+    }
+    if (c->nesterov && (c->momentum <= 0.0 || c->dampening != 0.0)) {
+        char m[32], d[32];
+        tg_error(fn,
+                 "nesterov with momentum %s and dampening %s\n"
+                 "  rule: Nesterov momentum requires a momentum and zero "
+                 "dampening (as PyTorch)\n"
+                 "  hint: set momentum > 0 (0.9, say) and dampening 0, or "
+                 "nesterov false",
+                 tg_py_float(c->momentum, m), tg_py_float(c->dampening, d));
+        return false;
+    }
+    return true;
+}
+
+/* False (with an error) unless beta is in [0, 1). */
+static bool beta_ok(const char *fn, int index, double beta)
+{
+    if (beta >= 0.0 && beta < 1.0)
+        return true;
+    char v[32];
+    tg_error(fn,
+             "invalid beta%d %s\n"
+             "  rule: 0 <= beta%d < 1 (PyTorch: \"Invalid beta parameter at "
+             "index %d\")\n"
+             "  hint: the defaults are beta1 0.9 and beta2 0.999; a beta "
+             "of 1 would never let a gradient in",
+             index + 1, tg_py_float(beta, v), index + 1, index);
+    return false;
+}
+
+static bool adam_config_ok(const char *fn, const tg_adam_config *c)
+{
+    return lr_ok(fn, c->lr) &&
+           non_negative(fn, "epsilon", c->eps,
+                        "1e-8 is the default; eps keeps the step finite "
+                        "where the second moment is 0") &&
+           beta_ok(fn, 0, c->beta1) && beta_ok(fn, 1, c->beta2) &&
+           non_negative(fn, "weight_decay", c->weight_decay,
+                        "0 means none");
+}
+
+/* -------------------------------------------------------------- creation */
+
+static tg_optimizer *optimizer_alloc(const char *fn, optim_kind kind,
+                                     double lr)
+{
+    tg_optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt) {
+        tg_error(fn, "out of memory");
+        return NULL;
+    }
+    opt->kind = kind;
+    opt->fn = fn;
+    opt->lr = lr;
+    return opt;
+}
+
+static int add_parameter(const char *fn, tg_optimizer *opt, tg_tensor *p,
+                         const char *name);
+
+/* Adds every parameter of m (each tensor once, in named_parameters order);
+ * frees opt and returns NULL on error. m NULL adds nothing. */
+static tg_optimizer *add_module(tg_optimizer *opt, const tg_module *m)
+{
+    if (!opt || !m)
+        return opt;
+    int n = tg_module_named_parameters(m, NULL, 0);
+    tg_named_tensor *list = n > 0 ? malloc((size_t)n * sizeof *list) : NULL;
+    if (n < 0 || (n > 0 && !list)) {
+        if (n >= 0)
+            tg_error(opt->fn, "out of memory");
+        free(list);
+        tg_optimizer_free(opt);
+        return NULL;
+    }
+    if (n > 0 && tg_module_named_parameters(m, list, n) != n)
+        n = -1;
+    for (int i = 0; i < n; i++)
+        if (add_parameter(opt->fn, opt, list[i].tensor, list[i].name) < 0)
+            n = -1;
+    free(list);
+    if (n < 0) {
+        tg_optimizer_free(opt);
+        return NULL;
+    }
+    return opt;
+}
+
+tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config)
+{
+    const char *fn = "tg_sgd_new";
+    tg_sgd_config c = config ? *config : tg_sgd_config_default(1e-3);
+    if (!sgd_config_ok(fn, &c))
+        return NULL;
+    tg_optimizer *opt = optimizer_alloc(fn, OPTIM_SGD, c.lr);
+    if (opt)
+        opt->sgd = c;
+    return add_module(opt, m);
+}
+
+static tg_optimizer *adam_new(const char *fn, optim_kind kind,
+                              const tg_module *m, const tg_adam_config *c)
+{
+    if (!adam_config_ok(fn, c))
+        return NULL;
+    tg_optimizer *opt = optimizer_alloc(fn, kind, c->lr);
+    if (opt)
+        opt->adam = *c;
+    return add_module(opt, m);
+}
+
+tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config)
+{
+    tg_adam_config c = config ? *config : tg_adam_config_default(1e-3);
+    return adam_new("tg_adam_new", OPTIM_ADAM, m, &c);
+}
+
+tg_optimizer *tg_adamw_new(const tg_module *m, const tg_adam_config *config)
+{
+    tg_adam_config c = config ? *config : tg_adamw_config_default(1e-3);
+    return adam_new("tg_adamw_new", OPTIM_ADAMW, m, &c);
+}
+
+/* Checks p (a float leaf that requires grad) and appends it unless it is
+ * there already; errors name fn. */
+static int add_parameter(const char *fn, tg_optimizer *opt, tg_tensor *p,
+                         const char *name)
+{
+    char s[TG_SHAPE_STR_MAX];
+    if (!tg_dtype_is_float(p->dtype)) {
+        tg_error(fn,
+                 "cannot optimise an %s tensor of shape %s\n"
+                 "  rule: parameters are float32 or float64\n"
+                 "  hint: make it with a float dtype, or convert it with "
+                 "tg_to_dtype(p, TG_FLOAT32) and optimise the result",
+                 tg_dtype_name(p->dtype), tg_shape_str(p, s));
+        return -1;
+    }
+    if (!tg_is_leaf(p)) {
+        tg_error(fn,
+                 "cannot optimise a tensor made by %s (shape %s)\n"
+                 "  rule: parameters are leaves (PyTorch: \"can't optimize "
+                 "a non-leaf Tensor\"): a step changes them in place, and "
+                 "a tensor computed from others is recomputed, not "
+                 "trained\n"
+                 "  hint: optimise the leaf it was computed from, or make "
+                 "a leaf with tg_detach(p) and tg_set_requires_grad",
+                 tg_grad_fn_name(p), tg_shape_str(p, s));
+        return -1;
+    }
+    if (!p->requires_grad) {
+        tg_error(fn,
+                 "the tensor of shape %s does not require grad\n"
+                 "  rule: a parameter requires grad, so that backward "
+                 "gives it the .grad a step uses\n"
+                 "  hint: tg_set_requires_grad(p, true) first",
+                 tg_shape_str(p, s));
+        return -1;
+    }
+    for (int i = 0; i < opt->n; i++)
+        if (opt->slots[i].param == p)
+            return 0; // already there: stepped once
+    if (opt->n == opt->cap) {
+        int cap = opt->cap ? 2 * opt->cap : 8;
+        param_slot *slots = realloc(opt->slots, (size_t)cap * sizeof *slots);
+        if (!slots) {
+            tg_error(fn, "out of memory");
+            return -1;
+        }
+        opt->slots = slots;
+        opt->cap = cap;
+    }
+    param_slot *slot = &opt->slots[opt->n++];
+    memset(slot, 0, sizeof *slot);
+    slot->param = tg_retain(p);
+    snprintf(slot->name, sizeof slot->name, "%s", name);
+    return 0;
+}
+
+int tg_optimizer_add_parameter(tg_optimizer *opt, tg_tensor *p)
+{
+    if (!opt || !p)
+        return -1;
+    return add_parameter("tg_optimizer_add_parameter", opt, p, "");
+}
+
+void tg_optimizer_free(tg_optimizer *opt)
+{
+    if (!opt)
+        return;
+    for (int i = 0; i < opt->n; i++) {
+        tg_release(opt->slots[i].param);
+        tg_release(opt->slots[i].buf);
+        tg_release(opt->slots[i].sq);
+    }
+    free(opt->slots);
+    free(opt);
+}
+
+/* ----------------------------------------------------------- the kernels */
+/*
+ * Each kernel updates n contiguous elements of one parameter p with its
+ * gradient g and state, in the parameter's type T: the hyper-parameters
+ * are rounded to T first, as PyTorch's kernels round a Python float
+ * scalar to the tensor's dtype. One element at a time, the loop is the
+ * rule's tensor operations fused, each rounded as the tensor op would be.
+ */
+
+/* SGD's numbers for one step. */
+typedef struct sgd_rule {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov;
+    bool first; // the parameter's first step: the buffer starts as g
+} sgd_rule;
+
+/* torch/optim/sgd.py, _single_tensor_sgd, per element:
+ *   d = g + weight_decay * p                      (if weight_decay != 0)
+ *   buf = d at the first step,
+ *   else buf = momentum * buf + (1 - dampening) * d (if momentum != 0)
+ *   d = d + momentum * buf (nesterov) or d = buf   (if momentum != 0)
+ *   p = p - lr * d                                                     */
+#define SGD_KERNEL(name, T)                                                 \
+    static void name(T *p, const T *g, T *buf, int64_t n,                   \
+                     const sgd_rule *r)                                     \
+    {                                                                       \
+        const T wd = (T)r->weight_decay, mom = (T)r->momentum;              \
+        const T keep = (T)(1.0 - r->dampening), neg_lr = (T)(-r->lr);       \
+        const bool decay = r->weight_decay != 0.0;                          \
+        const bool momentum = r->momentum != 0.0;                           \
+        const bool first = r->first, nesterov = r->nesterov;                \
+        for (int64_t i = 0; i < n; i++) {                                   \
+            T d = g[i];                                                     \
+            if (decay)                                                      \
+                d = d + wd * p[i];                                          \
+            if (momentum) {                                                 \
+                buf[i] = first ? d : buf[i] * mom + keep * d;               \
+                d = nesterov ? d + mom * buf[i] : buf[i];                   \
+            }                                                               \
+            p[i] = p[i] + neg_lr * d;                                       \
+        }                                                                   \
+    }
+SGD_KERNEL(sgd_f32, float)
+SGD_KERNEL(sgd_f64, double)
+
+/* Adam's numbers for one step of one parameter (its step count t). */
+typedef struct adam_rule {
+    double beta1, beta2, eps, weight_decay;
+    bool decoupled;        // AdamW
+    double decay;          // AdamW: 1 - lr * weight_decay
+    double neg_step_size;  // -lr / (1 - beta1^t)
+    double bias2_sqrt;     // sqrt(1 - beta2^t)
+} adam_rule;
+
+/* torch/optim/adam.py and adamw.py, _single_tensor_adam(w), per element,
+ * with t the parameter's step count (1 at its first step):
+ *   p = p * (1 - lr * weight_decay)              (AdamW)
+ *   g = g + weight_decay * p                     (Adam, if weight_decay != 0)
+ *   m = beta1 * m + (1 - beta1) * g
+ *   v = beta2 * v + (1 - beta2) * g * g
+ *   denom = sqrt(v) / sqrt(1 - beta2^t) + eps    (eps after the correction)
+ *   p = p - lr / (1 - beta1^t) * m / denom
+ * m / (1 - beta1^t) and v / (1 - beta2^t) are the bias-corrected moments:
+ * both start at 0, so early averages are too small by exactly that
+ * factor. */
+#define ADAM_KERNEL(name, T, SQRT)                                          \
+    static void name(T *p, const T *g, T *m, T *v, int64_t n,               \
+                     const adam_rule *r)                                    \
+    {                                                                       \
+        const T beta1 = (T)r->beta1, beta2 = (T)r->beta2;                   \
+        const T one_minus_beta1 = (T)(1.0 - r->beta1);                      \
+        const T one_minus_beta2 = (T)(1.0 - r->beta2);                      \
+        const T wd = (T)r->weight_decay, decay = (T)r->decay;               \
+        const T eps = (T)r->eps, bias2_sqrt = (T)r->bias2_sqrt;             \
+        const T neg_step_size = (T)r->neg_step_size;                        \
+        const bool decoupled = r->decoupled;                                \
+        const bool l2 = !decoupled && r->weight_decay != 0.0;               \
+        for (int64_t i = 0; i < n; i++) {                                   \
+            T pi = p[i], gi = g[i];                                         \
+            if (decoupled)                                                  \
+                pi = pi * decay;                                            \
+            else if (l2)                                                    \
+                gi = gi + wd * pi;                                          \
+            m[i] = m[i] * beta1 + one_minus_beta1 * gi;                     \
+            v[i] = v[i] * beta2 + (one_minus_beta2 * gi) * gi;              \
+            T denom = SQRT(v[i]) / bias2_sqrt + eps;                        \
+            p[i] = pi + (neg_step_size * m[i]) / denom;                     \
+        }                                                                   \
+    }
+ADAM_KERNEL(adam_f32, float, sqrtf)
+ADAM_KERNEL(adam_f64, double, sqrt)
+
+/* ----------------------------------------------------------------- a step */
+
+/* Zeros of p's shape and dtype for a state tensor; NULL (with an error
+ * naming fn) when out of memory. */
+static tg_tensor *state_new(const char *fn, const tg_tensor *p)
+{
+    tg_tensor *t = tg_zeros(p->shape, p->ndim, p->dtype);
+    if (!t)
+        tg_error(fn, "out of memory for the optimiser's state");
+    return t;
+}
+
+/* "parameter 2 ("0.bias")" or "parameter 2" into buf. */
+static const char *slot_label(const tg_optimizer *opt, int i, char *buf,
+                              size_t size)
+{
+    if (opt->slots[i].name[0])
+        snprintf(buf, size, "parameter %d (\"%s\")", i, opt->slots[i].name);
+    else
+        snprintf(buf, size, "parameter %d", i);
+    return buf;
+}
+
+/* The .grad of every parameter that has one has its parameter's shape and
+ * dtype. -1 with an error naming the first that does not. */
+static int check_grads(const tg_optimizer *opt, const char *fn)
+{
+    for (int i = 0; i < opt->n; i++) {
+        const tg_tensor *p = opt->slots[i].param, *g = p->grad;
+        if (!g || (g->dtype == p->dtype && tg_same_shape(g, p)))
+            continue;
+        char label[TG_NAME_MAX + 32], ps[TG_SHAPE_STR_MAX],
+            gs[TG_SHAPE_STR_MAX];
+        tg_error(fn,
+                 "the .grad of %s is %s %s but the parameter is %s %s\n"
+                 "  rule: a gradient has its parameter's shape and dtype; "
+                 "no parameter was changed\n"
+                 "  hint: a .grad set by hand must match; tg_clear_grad(p) "
+                 "and a backward make a right one",
+                 slot_label(opt, i, label, sizeof label),
+                 tg_dtype_name(g->dtype), tg_shape_str(g, gs),
+                 tg_dtype_name(p->dtype), tg_shape_str(p, ps));
+        return -1;
+    }
+    return 0;
+}
+
+/* Makes the state and the contiguous work tensors of every parameter that
+ * has a .grad: everything that can fail, before any parameter changes. */
+static int prepare(tg_optimizer *opt, const char *fn)
+{
+    bool sgd = opt->kind == OPTIM_SGD;
+    bool needs_buf = !sgd || opt->sgd.momentum != 0.0;
+    for (int i = 0; i < opt->n; i++) {
+        param_slot *s = &opt->slots[i];
+        tg_tensor *p = s->param;
+        if (!p->grad)
+            continue;
+        if ((needs_buf && !s->buf && !(s->buf = state_new(fn, p))) ||
+            (!sgd && !s->sq && !(s->sq = state_new(fn, p))))
+            return -1;
+        s->grad_work = tg_contiguous_as(p->grad, p->dtype);
+        if (!tg_is_contiguous(p))
+            s->param_work = tg_contiguous_as(p, p->dtype);
+        if (!s->grad_work || (!tg_is_contiguous(p) && !s->param_work)) {
+            tg_error(fn, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_work(tg_optimizer *opt)
+{
+    for (int i = 0; i < opt->n; i++) {
+        tg_release(opt->slots[i].grad_work);
+        tg_release(opt->slots[i].param_work);
+        opt->slots[i].grad_work = opt->slots[i].param_work = NULL;
+    }
+}
+
+/* One parameter's update on contiguous data (the parameter's own, or the
+ * copy of a non-contiguous one). */
+static void update(const tg_optimizer *opt, param_slot *s, tg_tensor *target)
+{
+    bool f32 = target->dtype == TG_FLOAT32;
+    void *p = tg_base_ptr(target);
+    const void *g = tg_base_ptr(s->grad_work);
+    void *buf = s->buf ? tg_base_ptr(s->buf) : NULL;
+    int64_t n = target->numel;
+    s->step++;
+    if (opt->kind == OPTIM_SGD) {
+        sgd_rule r = {opt->lr, opt->sgd.momentum, opt->sgd.dampening,
+                      opt->sgd.weight_decay, opt->sgd.nesterov,
+                      s->step == 1};
+        if (f32)
+            sgd_f32(p, g, buf, n, &r);
+        else
+            sgd_f64(p, g, buf, n, &r);
+        return;
+    }
+    /* The scalars PyTorch computes in Python, in double. */
+    const tg_adam_config *c = &opt->adam;
+    double t = (double)s->step;
+    adam_rule r = {c->beta1, c->beta2, c->eps, c->weight_decay,
+                   opt->kind == OPTIM_ADAMW, 1.0 - opt->lr * c->weight_decay,
+                   -(opt->lr / (1.0 - pow(c->beta1, t))),
+                   sqrt(1.0 - pow(c->beta2, t))};
+    void *sq = tg_base_ptr(s->sq);
+    if (f32)
+        adam_f32(p, g, buf, sq, n, &r);
+    else
+        adam_f64(p, g, buf, sq, n, &r);
+}
+
+int tg_optimizer_step(tg_optimizer *opt)
+{
+    const char *fn = "tg_optimizer_step";
+    if (!opt)
+        return -1;
+    if (check_grads(opt, fn) < 0)
+        return -1;
+    if (prepare(opt, fn) < 0) {
+        release_work(opt);
+        return -1;
+    }
+    /* Nothing can fail from here on. The writes bypass the tape, as
+     * PyTorch's step runs under no_grad, and bump the storage version as
+     * every in-place write does, so a backward that saved a parameter
+     * before this step refuses to run with the new values. */
+    for (int i = 0; i < opt->n; i++) {
+        param_slot *s = &opt->slots[i];
+        if (!s->grad_work)
+            continue;
+        if (!s->param_work) {
+            update(opt, s, s->param);
+            s->param->storage->version++;
+            continue;
+        }
+        update(opt, s, s->param_work);
+        tg_no_grad_begin(); // tg_copy_ refuses leaves that need grad
+        int rc = tg_copy_(s->param, s->param_work); // bumps the version
+        tg_no_grad_end();
+        (void)rc; // same shape and dtype: cannot fail
+    }
+    release_work(opt);
+    opt->steps++;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the rest */
+
+void tg_optimizer_zero_grad(tg_optimizer *opt)
+{
+    if (!opt)
+        return;
+    for (int i = 0; i < opt->n; i++)
+        tg_zero_grad(opt->slots[i].param);
+}
+
+double tg_optimizer_lr(const tg_optimizer *opt)
+{
+    return opt ? opt->lr : NAN;
+}
+
+int tg_optimizer_set_lr(tg_optimizer *opt, double lr)
+{
+    if (!opt || !lr_ok("tg_optimizer_set_lr", lr))
+        return -1;
+    opt->lr = lr;
+    return 0;
+}
+
+int64_t tg_optimizer_steps(const tg_optimizer *opt)
+{
+    return opt ? opt->steps : -1;
+}
+
+/* ------------------------------------------------------------- schedules */
+
+/* StepLR's closed form (its _get_closed_form_lr). torch's scheduler.step()
+ * multiplies the current rate by gamma at each multiple of step_size
+ * instead, so after k decays PyTorch's rate can differ from this one in
+ * the last bit or two (0.1 * 0.1 * 0.1 is not 0.1 * 0.1^2 in double). */
+double tg_lr_step(double base_lr, int64_t t, int64_t step_size, double gamma)
+{
+    const char *fn = "tg_lr_step";
+    if (t < 0 || step_size < 1) {
+        tg_error(fn,
+                 "t is %lld and step_size %lld\n"
+                 "  rule: t >= 0 (steps or epochs done) and step_size >= 1\n"
+                 "  hint: tg_lr_step(0.1, epoch, 30, 0.1) divides the rate "
+                 "by 10 every 30 epochs",
+                 (long long)t, (long long)step_size);
+        return NAN;
+    }
+    return base_lr * pow(gamma, (double)(t / step_size));
+}
+
+/* CosineAnnealingLR's closed form, the formula of its documentation
+ * (eta_min + (base - eta_min) (1 + cos(pi t / T_max)) / 2), evaluated in
+ * the same order as torch's _get_closed_form_lr. Two differences from
+ * torch's scheduler.step(): it updates the rate recursively from the
+ * previous one, which equals this formula only up to rounding (about 1e-16
+ * relative); and beyond t_max it follows the cosine back up (period
+ * 2 t_max) where this stays at eta_min. */
+double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min)
+{
+    const char *fn = "tg_lr_cosine";
+    if (t < 0 || t_max < 1) {
+        tg_error(fn,
+                 "t is %lld and t_max %lld\n"
+                 "  rule: t >= 0 (steps or epochs done) and t_max >= 1 "
+                 "(the steps of the half cosine)\n"
+                 "  hint: tg_lr_cosine(1e-3, step, total_steps, 0) anneals "
+                 "to 0 over a whole run",
+                 (long long)t, (long long)t_max);
+        return NAN;
+    }
+    if (t >= t_max)
+        return eta_min;
+    const double pi = 3.14159265358979323846; // Python's math.pi
+    return eta_min +
+           (base_lr - eta_min) * (1.0 + cos(pi * (double)t / (double)t_max)) /
+               2.0;
+}

@@ -282,14 +282,16 @@ tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target,
  * empty batch is NaN, as PyTorch. */
 tg_tensor *tg_nll_loss(const tg_tensor *logp, const tg_tensor *labels,
                        tg_reduction reduction);
-/* Cross-entropy of logits (N, C) against int64 labels (N,):
- * nll_loss(log_softmax(logits, 1), labels), stable for any logit size. */
+/* Cross-entropy of logits (N, C) against int64 labels (N,), or of (C,)
+ * logits against a 0-d label: nll_loss(log_softmax(logits, class dim),
+ * labels), stable for any logit size. */
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *labels,
                             tg_reduction reduction);
 /* Binary cross-entropy of logits against targets in [0, 1] of the same
  * shape and float dtype, computed without overflow as
  * max(x, 0) - x * t + log(1 + exp(-|x|)) (F.binary_cross_entropy_with_
- * logits, no weights). */
+ * logits, no weights). As in PyTorch, targets outside [0, 1] are not
+ * checked. */
 tg_tensor *tg_binary_cross_entropy_with_logits(const tg_tensor *logits,
                                                const tg_tensor *targets,
                                                tg_reduction reduction);

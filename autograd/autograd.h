@@ -200,6 +200,14 @@ typedef struct tg_gradcheck_result {
     int64_t input_index;
     int64_t output_index;
     double analytical, numerical, error;
+    /* How close the whole Jacobian came, filled whether the check passes
+     * or not (0 in fast mode and when f fails): the number of entries
+     * compared (checked input elements x output elements), the largest
+     * |a - n|, and the largest |a - n| / (atol + rtol |n|), which is <= 1
+     * when every entry is within tolerance. */
+    int64_t entries;
+    double max_error;
+    double max_error_ratio;
     char message[1024]; // the whole report, as printed
 } tg_gradcheck_result;
 

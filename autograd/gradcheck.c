@@ -227,7 +227,16 @@ static void compare(check *c, const double *A, const double *N)
 {
     int64_t bad = 0, worst = -1;
     double worst_excess = 0;
+    tg_gradcheck_result *r = c->r;
+    r->entries = c->rows * c->cols;
     for (int64_t e = 0; e < c->rows * c->cols; e++) {
+        double diff = fabs(A[e] - N[e]);
+        double tol = c->o.atol + c->o.rtol * fabs(N[e]);
+        double ratio = diff == 0 ? 0 : tol > 0 ? diff / tol : INFINITY;
+        if (!(diff <= r->max_error)) // NaN sticks
+            r->max_error = diff;
+        if (!(ratio <= r->max_error_ratio))
+            r->max_error_ratio = ratio;
         if (within_tolerance(c, A[e], N[e]))
             continue;
         double excess = fabs(A[e] - N[e]) - c->o.atol - c->o.rtol * fabs(N[e]);
@@ -242,7 +251,6 @@ static void compare(check *c, const double *A, const double *N)
     blame(c, k, j, A[worst], N[worst]);
     const tg_tensor *x = c->in[input_of_row(c, k)].x;
     char s[TG_SHAPE_STR_MAX];
-    const tg_gradcheck_result *r = c->r;
     fail(c,
          "tg_gradcheck: backward disagrees with finite differences\n"
          "  input %d (shape %s, %s), element %lld; output element %lld\n"

@@ -126,7 +126,29 @@ TG_TEST(gradcheck, catches_a_wrong_jacobian_entry)
     cr_assert(strstr(r.message, "output element 2"), "%s", r.message);
     cr_assert(strstr(r.message, "1 of 16 Jacobian entries differ"), "%s",
               r.message);
+    /* the summary covers the whole Jacobian: the 1% error is the largest,
+     * 0.12 against a tolerance of 1e-5 + 1e-3 * 12 */
+    cr_assert_eq(r.entries, 16);
+    cr_assert_float_eq(r.max_error, 0.12, 1e-6);
+    cr_assert_float_eq(r.max_error_ratio, 0.12 / (1e-5 + 1e-3 * 12.0), 1e-3);
     cube_variant = RIGHT;
+    tg_release(x);
+}
+
+TG_TEST(gradcheck, summarises_a_check_that_passes)
+{
+    /* d(x^3)/dx = 3x^2 on 4 elements: a diagonal 4 x 4 Jacobian, every
+     * entry within tolerance, so the largest error ratio is at most 1 */
+    cube_variant = RIGHT;
+    tg_tensor *x = cube_input();
+    tg_gradcheck_result r;
+    cr_assert_eq(tg_gradcheck(f_cube, NULL, &x, 1, NULL, &r), 1, "%s",
+                 r.message);
+    cr_assert_eq(r.entries, 16);
+    cr_assert(r.max_error_ratio <= 1.0, "%g", r.max_error_ratio);
+    /* central differences of a cubic are off by eps^2 * x (about 1e-12),
+     * plus rounding: small but not exactly zero */
+    cr_assert(r.max_error > 0 && r.max_error < 1e-8, "%g", r.max_error);
     tg_release(x);
 }
 

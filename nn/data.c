@@ -431,14 +431,16 @@ bool tg_batches_next(tg_batches *it, tg_tensor **x, tg_tensor **y)
         *x = NULL;
     if (y)
         *y = NULL;
-    if (!it || !x || !y) {
+    if (!it) // tg_batches_new failed and said why
+        return false;
+    if (!x || !y) {
         tg_error(fn,
                  "%s is NULL\n"
-                 "  rule: pass the iterator and the addresses of two "
-                 "tensor pointers to fill\n"
+                 "  rule: pass the addresses of two tensor pointers to "
+                 "fill\n"
                  "  hint: tg_tensor *x, *y; while (tg_batches_next(it, "
                  "&x, &y)) { ...; tg_release(x); tg_release(y); }",
-                 !it ? "the iterator" : !x ? "x" : "y");
+                 !x ? "x" : "y");
         return false;
     }
     if (!it->in_epoch) {
@@ -472,12 +474,8 @@ bool tg_batches_next(tg_batches *it, tg_tensor **x, tg_tensor **y)
 
 int64_t tg_batches_per_epoch(const tg_batches *it)
 {
-    if (!it) {
-        tg_error("tg_batches_per_epoch",
-                 "the iterator is NULL\n"
-                 "  rule: pass what tg_batches_new returned");
+    if (!it) // tg_batches_new failed and said why
         return -1;
-    }
     int64_t full = it->n / it->batch_size;
     return full + (!it->drop_last && it->n % it->batch_size != 0);
 }

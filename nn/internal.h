@@ -1,11 +1,19 @@
 /*
- * nn/internal.h - what the files of nn/ share and users do not see: the
- * Python spellings used when a module prints its arguments as PyTorch does.
+ * nn/internal.h - what the files of nn/ share and users do not see: how
+ * a module that cannot be adopted is let go, and the Python spellings used
+ * when a module prints its arguments as PyTorch does.
  */
 #ifndef TG_NN_INTERNAL_H
 #define TG_NN_INTERNAL_H
 
 #include <stdbool.h>
+
+typedef struct tg_module tg_module;
+
+/* Frees m unless it is a child of another module (whose parent frees
+ * it): what a function that takes a module does with one it cannot
+ * adopt. NULL-safe. */
+void tg_module_drop(tg_module *m);
 
 /* "True" / "False". */
 const char *tg_py_bool(bool b);

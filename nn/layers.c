@@ -327,22 +327,6 @@ static tg_tensor *sequential_forward(tg_module *m, const tg_tensor *x)
 static const tg_module_type sequential_type = {"Sequential",
                                                sequential_forward, NULL, 0};
 
-/* Frees child unless it belongs to another module. tg_module_add_child
- * knows which: it frees a child it cannot adopt, but leaves one that has a
- * parent with that parent. So child is given to a throwaway container. */
-static void discard_child(tg_module *child)
-{
-    if (!child)
-        return;
-    tg_module *bin = tg_module_new(&sequential_type);
-    if (!bin) {
-        tg_module_free(child);
-        return;
-    }
-    tg_module_add_child(bin, "0", child);
-    tg_module_free(bin);
-}
-
 /* Registers child under the next index ("0", "1", ...). */
 static int append_child(tg_module *seq, tg_module *child)
 {
@@ -379,7 +363,7 @@ tg_module *tg_sequential_new(tg_module *const *mods, int n)
         for (int j = 0; j < i && !seen; j++)
             seen = mods[j] == mods[i];
         if (!seen)
-            discard_child(mods[i]);
+            tg_module_drop(mods[i]);
     }
     if (failed) {
         tg_module_free(seq);
@@ -391,16 +375,16 @@ tg_module *tg_sequential_new(tg_module *const *mods, int n)
 int tg_sequential_append(tg_module *seq, tg_module *child)
 {
     if (!seq || !child) {
-        discard_child(child);
+        tg_module_drop(child);
         return -1;
     }
     if (tg_module_get_type(seq) != &sequential_type) {
         const char *type = tg_module_get_type(seq)->name;
-        discard_child(child);
+        tg_module_drop(child);
         tg_error("tg_sequential_append",
                  "cannot append to a %s\n"
-                 "  rule: layers are appended to a Sequential (the child "
-                 "was freed)\n"
+                 "  rule: layers are appended to a Sequential (a child "
+                 "without a parent is freed)\n"
                  "  hint: make one with tg_sequential_new(NULL, 0) or "
                  "TG_SEQUENTIAL(...), or register a child of another "
                  "module with tg_module_add_child",

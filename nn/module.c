@@ -196,25 +196,46 @@ int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
     return 0;
 }
 
+/* Whether m is tree or one of its descendants. */
+static bool contains(const tg_module *tree, const tg_module *m)
+{
+    if (tree == m)
+        return true;
+    for (int i = 0; i < tree->nslots; i++)
+        if (tree->slots[i].kind == SLOT_CHILD &&
+            contains(tree->slots[i].child, m))
+            return true;
+    return false;
+}
+
+void tg_module_drop(tg_module *m)
+{
+    if (m && !m->has_parent)
+        tg_module_free(m);
+}
+
 int tg_module_add_child(tg_module *m, const char *name, tg_module *child)
 {
     if (!m || !child) {
-        if (child && !child->has_parent)
-            tg_module_free(child);
+        tg_module_drop(child);
         return -1;
     }
-    if (child == m || child->has_parent) {
+    if (child->has_parent || contains(child, m)) {
         /* Freed once, by its one parent: a second owner would free it
-         * twice (and a module cannot contain itself). */
+         * twice. And a module inside itself would make every walk over
+         * the tree (forward, the named lists, free) endless. */
         tg_error("tg_module_add_child",
                  "%s \"%s\" %s\n"
-                 "  rule: a module has at most one parent, which frees it\n"
+                 "  rule: a module has at most one parent, which frees it, "
+                 "and cannot contain itself\n"
                  "  hint: to share weights between two layers, register the "
                  "same parameter tensor in both",
                  child->type->name, name ? name : "(null)",
-                 child == m ? "cannot be a child of itself"
-                            : "is already a child of another module");
-        return -1;
+                 child->has_parent ? "is already a child of another module"
+                 : child == m      ? "cannot be a child of itself"
+                                   : "contains the module it would be "
+                                     "added to");
+        return -1; // it stays with its owner
     }
     slot *s = add_slot("tg_module_add_child", m, SLOT_CHILD, name);
     if (!s) {

@@ -65,8 +65,9 @@ int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t);
 int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t);
 /* Makes child part of m under name (m frees it from now on, also when
  * this fails). A module has one parent: a child that already has one (or
- * m itself) is refused and stays with its owner; layers share weights by
- * registering the same parameter tensor instead. Returns 0 or -1. */
+ * m itself, or a module that contains m) is refused and stays with its
+ * owner; layers share weights by registering the same parameter tensor
+ * instead. Returns 0 or -1. */
 int tg_module_add_child(tg_module *m, const char *name, tg_module *child);
 
 /* The module applied to x, as module(x) in PyTorch. New reference. */
@@ -195,8 +196,8 @@ tg_module *tg_sequential_new(tg_module *const *mods, int n);
     tg_sequential_new((tg_module *const[]){__VA_ARGS__}, \
                       (int)(sizeof((tg_module *const[]){__VA_ARGS__}) / \
                             sizeof(tg_module *)))
-/* Appends child as the next layer of seq (taking it, also on failure).
- * Returns 0 or -1. */
+/* Appends child as the next layer of seq (taking it, also on failure,
+ * unless it belongs to another module, where it stays). Returns 0 or -1. */
 int tg_sequential_append(tg_module *seq, tg_module *child);
 
 /* The normalisation and activation an MLP block uses. */
@@ -289,7 +290,9 @@ double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
 
 /* Saves every parameter and buffer of m as <dir>/<dotted name>.npy
  * ("0.weight.npy", "1.running_mean.npy"), creating dir if needed; the
- * files open in NumPy with np.load. Returns 0 or -1. */
+ * files open in NumPy with np.load. A tied tensor is saved once, under
+ * its first name (PyTorch's state_dict keeps every name). Returns 0 or
+ * -1. */
 int tg_module_save(const tg_module *m, const char *dir);
 /* Loads what tg_module_save wrote into m's own tensors (in place, so
  * optimisers keep working). Every file must exist with exactly the

@@ -614,6 +614,15 @@ double tg_lr_step(double base_lr, int64_t t, int64_t step_size, double gamma)
                  (long long)t, (long long)step_size);
         return NAN;
     }
+    if (!(base_lr >= 0 && gamma >= 0) || isinf(base_lr) || isinf(gamma)) {
+        tg_error(fn,
+                 "base_lr is %g and gamma %g\n"
+                 "  rule: both are finite and >= 0\n"
+                 "  hint: gamma 0.1 divides the rate by 10 at each step of "
+                 "the schedule",
+                 base_lr, gamma);
+        return NAN;
+    }
     return base_lr * pow(gamma, (double)(t / step_size));
 }
 
@@ -635,6 +644,14 @@ double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min)
                  "  hint: tg_lr_cosine(1e-3, step, total_steps, 0) anneals "
                  "to 0 over a whole run",
                  (long long)t, (long long)t_max);
+        return NAN;
+    }
+    if (!(base_lr >= 0 && eta_min >= 0) || isinf(base_lr) || isinf(eta_min)) {
+        tg_error(fn,
+                 "base_lr is %g and eta_min %g\n"
+                 "  rule: both are finite and >= 0\n"
+                 "  hint: eta_min is the rate at the end, often 0",
+                 base_lr, eta_min);
         return NAN;
     }
     if (t >= t_max)

@@ -778,11 +778,13 @@ TG_TEST(data, batches_errors)
     cr_assert_not(tg_batches_next(it, &x, NULL));
     tg_assert_error("tg_batches_next: y is NULL");
     cr_assert_null(x);
+    /* a NULL iterator comes from a failed tg_batches_new, which has
+     * reported the error: no second message */
+    tg_clear_error();
     cr_assert_not(tg_batches_next(NULL, &x, &y));
-    tg_assert_error("tg_batches_next: the iterator is NULL");
     cr_assert(!x && !y);
     cr_assert_eq(tg_batches_per_epoch(NULL), -1);
-    tg_assert_error("tg_batches_per_epoch: the iterator is NULL");
+    cr_assert_str_empty(tg_last_error());
     /* an error does not disturb the epoch: it still starts at row 0 */
     int64_t rows[4], sizes[2];
     cr_assert_eq(run_epoch(it, rows, sizes), 2);

@@ -416,6 +416,52 @@ TG_TEST(module, a_rejected_child_is_freed)
     cr_assert_eq(tg_live_tensors(), before);
 }
 
+/* outer > inner: adding outer into inner would make a loop that every
+ * walk over the tree (forward, the named lists, free) would follow
+ * forever. Refused, and both stay as they were. */
+TG_TEST(module, a_module_cannot_contain_itself)
+{
+    tg_module *outer = tg_module_new(&stack_type);
+    tg_module *inner = tg_module_new(&stack_type);
+    cr_assert_eq(tg_module_add_child(outer, "inner", inner), 0);
+    cr_assert_eq(tg_module_add_child(inner, "w", affine_new(2)), 0);
+    cr_assert_eq(tg_module_add_child(tg_module_child(inner, "w"), "outer",
+                                     outer),
+                 -1);
+    tg_assert_error("tg_module_add_child: Stack \"outer\" contains the "
+                    "module it would be added to",
+                    "and cannot contain itself");
+    cr_assert_eq(tg_module_num_children(outer), 1);
+    cr_assert_eq(tg_module_num_children(inner), 1);
+    cr_assert_eq(tg_module_named_parameters(outer, NULL, 0), 2);
+    tg_module_free(outer);
+}
+
+TG_TEST(module, children_by_index)
+{
+    tg_module *m = tg_module_new(&stack_type);
+    tg_module *a = affine_new(2), *b = affine_new(3);
+    cr_assert_eq(tg_module_add_parameter(m, "p", tg_module_parameter(a,
+                                                                 "weight")),
+                 0);
+    cr_assert_eq(tg_module_add_child(m, "a", a), 0);
+    cr_assert_eq(tg_module_add_child(m, "b", b), 0);
+    /* parameters do not count: children only, in registration order */
+    cr_assert_eq(tg_module_num_children(m), 2);
+    cr_assert_eq(tg_module_child_at(m, 0), a);
+    cr_assert_eq(tg_module_child_at(m, 1), b);
+    cr_assert_null(tg_module_child_at(m, 2));
+    tg_assert_error("tg_module_child_at: no child 2 in Stack",
+                    "rule: the index is in [0, 2), the number of children");
+    cr_assert_null(tg_module_child_at(m, -1));
+    tg_assert_error("no child -1 in Stack");
+    cr_assert_eq(tg_module_num_children(NULL), 0);
+    tg_clear_error();
+    cr_assert_null(tg_module_child_at(NULL, 0));
+    cr_assert_str_empty(tg_last_error());
+    tg_module_free(m);
+}
+
 TG_TEST(module, new_checks_the_type)
 {
     cr_assert_null(tg_module_new(NULL));

@@ -542,6 +542,14 @@ TG_TEST(optim_schedule, errors)
     tg_assert_error("tg_lr_cosine", "t is -2");
     cr_assert(isnan(tg_lr_cosine(0.1, 0, 0, 0.0)));
     tg_assert_error("tg_lr_cosine", "t_max 0", "t_max >= 1");
+    cr_assert(isnan(tg_lr_step(NAN, 3, 2, 0.5)));
+    tg_assert_error("tg_lr_step: base_lr is nan", "finite and >= 0");
+    cr_assert(isnan(tg_lr_step(0.1, 3, 2, -INFINITY)));
+    tg_assert_error("tg_lr_step: base_lr is 0.1 and gamma -inf");
+    cr_assert(isnan(tg_lr_cosine(-0.1, 0, 3, 0.0)));
+    tg_assert_error("tg_lr_cosine: base_lr is -0.1");
+    cr_assert(isnan(tg_lr_cosine(0.1, 0, 3, INFINITY)));
+    tg_assert_error("tg_lr_cosine: base_lr is 0.1 and eta_min inf");
 }
 
 /* ------------------------------------------------------------- modules */

@@ -63,24 +63,18 @@
  * Std is the unbiased one (correction 1), as torch.std and makemore.
  * It is a demo, not a test: the closing comparison only reports what
  * this run's numbers show. It exits 1 on an error or a leaked tensor.
+ * What it shares with train_mlp.c (reading the options, making the output
+ * folder, running gnuplot, the check at exit) is in demo_util.c.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L // popen, pclose, mkdir
-#endif
-
 #include "tapegrad.h"
+
+#include "demo_util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#ifndef TG_PLOTS_DIR
-#define TG_PLOTS_DIR "scripts/plots"
-#endif
 
 /* ------------------------------------------------------------- settings */
 
@@ -156,69 +150,36 @@ static void usage(FILE *f, const char *prog)
             DEFAULT_DEPTH, DEFAULT_LR, DEFAULT_SEED);
 }
 
-/* Parses s as an integer in [lo, hi]; false if it is not one. */
-static bool parse_int(const char *s, long long lo, long long hi,
-                      long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* 0 to run, 1 for --help, -1 (with a message) for bad options. */
 static int parse_options(int argc, char **argv, options *o)
 {
     *o = (options){DEFAULT_STEPS, DEFAULT_WIDTH, DEFAULT_DEPTH, DEFAULT_LR,
                    DEFAULT_SEED, "out/deep_mlp_diagnostics", true};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-            return 1;
-        if (strcmp(a, "--no-plots") == 0) {
-            o->plots = false;
-            continue;
-        }
-        const char *names[] = {"--steps", "--width", "--depth", "--lr",
-                               "--seed", "--out"};
-        int k = 0;
-        while (k < 6 && strcmp(a, names[k]) != 0)
-            k++;
-        if (k == 6) {
-            fprintf(stderr, "unknown option %s\n", a);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "%s needs a value\n", a);
-            return -1;
-        }
-        const char *v = argv[++i];
+    static const char *const names[] = {"--steps", "--width", "--depth",
+                                        "--lr", "--seed", "--out", NULL};
+    const char *v = NULL;
+    int i = 0, k;
+    while ((k = demo_next_option(argc, argv, &i, names, &v, &o->plots)) >= 0) {
         long long n = 0;
         bool ok = true;
         switch (k) {
         case 0:
-            ok = parse_int(v, 1, 10000000, &n);
+            ok = demo_parse_int(v, 1, 10000000, &n);
             o->steps = (int)n;
             break;
         case 1:
-            ok = parse_int(v, 1, MAX_WIDTH, &n);
+            ok = demo_parse_int(v, 1, MAX_WIDTH, &n);
             o->width = n;
             break;
         case 2:
-            ok = parse_int(v, 1, MAX_DEPTH, &n);
+            ok = demo_parse_int(v, 1, MAX_DEPTH, &n);
             o->depth = (int)n;
             break;
-        case 3: {
-            char *end;
-            o->lr = strtod(v, &end);
-            ok = end != v && !*end && o->lr > 0 && isfinite(o->lr);
+        case 3:
+            ok = demo_parse_positive(v, &o->lr);
             break;
-        }
         case 4:
-            ok = parse_int(v, 0, INT64_MAX, &n);
+            ok = demo_parse_int(v, 0, INT64_MAX, &n);
             o->seed = (uint64_t)n;
             break;
         default:
@@ -227,43 +188,16 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         }
         if (!ok) {
-            fprintf(stderr, "bad value for %s: '%s'\n", a, v);
+            fprintf(stderr, "bad value for %s: '%s'\n", names[k], v);
             return -1;
         }
     }
+    if (k != DEMO_OPT_END)
+        return k == DEMO_OPT_HELP ? 1 : -1;
     return 0;
 }
 
 /* ----------------------------------------------------------------- files */
-
-/* dir/name into buf; false when it does not fit. */
-static bool join(char *buf, size_t size, const char *dir, const char *name)
-{
-    int n = snprintf(buf, size, "%s/%s", dir, name);
-    return n > 0 && (size_t)n < size;
-}
-
-/* mkdir -p path. 0 or -1 (errno set). */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        buf[i] = c;
-    }
-    return 0;
-}
 
 /* The output files, opened once, written by every variant. */
 typedef struct outputs {
@@ -272,14 +206,9 @@ typedef struct outputs {
 
 static FILE *open_csv(const char *dir, const char *name, const char *header)
 {
-    char path[4096];
-    FILE *f = join(path, sizeof path, dir, name) ? fopen(path, "w") : NULL;
-    if (!f) {
-        fprintf(stderr, "cannot write %s/%s: %s\n", dir, name,
-                strerror(errno));
-        return NULL;
-    }
-    fprintf(f, "%s\n", header);
+    FILE *f = demo_open_out(dir, name);
+    if (f)
+        fprintf(f, "%s\n", header);
     return f;
 }
 
@@ -774,47 +703,6 @@ static void print_comparison(const options *o, const result *r)
 
 /* ----------------------------------------------------------------- plots */
 
-/* Whether an executable file called name is in a folder of $PATH. */
-static bool on_path(const char *name)
-{
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        return false;
-    char buf[4096];
-    for (const char *p = path;;) {
-        const char *colon = strchr(p, ':');
-        size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        /* an empty entry means the current folder */
-        int n = snprintf(buf, sizeof buf, "%.*s/%s", (int)(len ? len : 1),
-                         len ? p : ".", name);
-        if (n > 0 && (size_t)n < sizeof buf && access(buf, X_OK) == 0)
-            return true;
-        if (!colon)
-            return false;
-        p = colon + 1;
-    }
-}
-
-/* Writes a gnuplot string: in single quotes only the quote is special,
- * written twice. */
-static void gp_string(FILE *gp, const char *s)
-{
-    fputc('\'', gp);
-    for (const char *c = s; *c; c++) {
-        if (*c == '\'')
-            fputc('\'', gp);
-        fputc(*c, gp);
-    }
-    fputc('\'', gp);
-}
-
-static void gp_set(FILE *gp, const char *name, const char *value)
-{
-    fprintf(gp, "%s = ", name);
-    gp_string(gp, value);
-    fputc('\n', gp);
-}
-
 /* The legends of one variant's histogram plots, as gnuplot variables
  * key_<kind>_<a|b>_<i> (a: the first step, b: the last). */
 static void gp_keys(FILE *gp, const result *r, int depth)
@@ -830,12 +718,12 @@ static void gp_keys(FILE *gp, const result *r, int depth)
                      "%.1f%%",
                      l + 1, p->act[l].mean, p->act[l].std,
                      100 * p->act[l].saturation);
-            gp_set(gp, name, value);
+            demo_gp_set(gp, name, value);
             snprintf(name, sizeof name, "key_grad_%c_%d", 'a' + s, l + 1);
             snprintf(value, sizeof value,
                      "layer %d (tanh): mean %+.1e, std %.1e", l + 1,
                      p->grad[l].mean, p->grad[l].std);
-            gp_set(gp, name, value);
+            demo_gp_set(gp, name, value);
         }
         for (int i = 0; i < r->nweights; i++) {
             snprintf(name, sizeof name, "key_wgrad_%c_%d", 'a' + s, i + 1);
@@ -843,104 +731,66 @@ static void gp_keys(FILE *gp, const result *r, int depth)
                      "weight %d%s: std %.1e, grad:data %.1e", i + 1,
                      i + 1 == r->nweights ? " (out)" : "", p->wgrad[i].std,
                      p->grad_data[i]);
-            gp_set(gp, name, value);
+            demo_gp_set(gp, name, value);
         }
     }
 }
 
-/* Runs one gnuplot script of the plots folder. The settings are gnuplot
- * assignments written to gnuplot's standard input, never through a shell;
- * v is the variant (NULL for the scripts that draw them all). */
-static int run_gnuplot(const char *plots_dir, const char *script,
-                       const options *o, const char *subtitle,
-                       const variant *v, const result *r)
+/* What one plot is drawn from: a variant v and its result r, or v NULL
+ * and r the results of every variant (for the plot of them all). */
+typedef struct plot_of {
+    const options *o;
+    const variant *v;
+    const result *r;
+} plot_of;
+
+/* The demo's own gnuplot variables for one plot (a plot_of). */
+static void gp_settings(FILE *gp, const void *arg)
 {
-    char path[4096];
-    if (!join(path, sizeof path, plots_dir, script))
-        return -1;
-    if (access(path, R_OK) != 0) {
-        fprintf(stderr,
-                "cannot read the gnuplot script %s: %s\n"
-                "(the scripts are in scripts/plots/ of the source tree; set "
-                "TG_PLOTS_DIR to that folder)\n",
-                path, strerror(errno));
-        return -1;
-    }
-    if (strchr(o->out, '\n') || strchr(path, '\n')) {
-        fprintf(stderr, "cannot plot: a path contains a newline\n");
-        return -1;
-    }
-    fflush(stdout);
-    FILE *gp = popen("gnuplot", "w");
-    if (!gp) {
-        fprintf(stderr, "cannot run gnuplot: %s\n", strerror(errno));
-        return -1;
-    }
-    gp_set(gp, "outdir", o->out);
-    gp_set(gp, "subtitle", subtitle);
+    const plot_of *p = arg;
+    const options *o = p->o;
     fprintf(gp, "depth = %d\nnweights = %d\nstep_a = %d\nstep_b = %d\n",
             o->depth, o->depth + 1, 1, o->steps);
-    if (v) {
-        gp_set(gp, "variant", v->name);
-        gp_set(gp, "label", v->label);
-        gp_keys(gp, r, o->depth);
+    if (p->v) {
+        demo_gp_set(gp, "variant", p->v->name);
+        demo_gp_set(gp, "label", p->v->label);
+        gp_keys(gp, p->r, o->depth);
     } else {
         for (int i = 0; i < NVARIANTS; i++) {
             char name[32];
             snprintf(name, sizeof name, "variant_%d", i + 1);
-            gp_set(gp, name, variants[i].name);
+            demo_gp_set(gp, name, variants[i].name);
             snprintf(name, sizeof name, "label_%d", i + 1);
-            gp_set(gp, name, variants[i].label);
+            demo_gp_set(gp, name, variants[i].label);
         }
         fprintf(gp, "nvariants = %d\n", NVARIANTS);
         /* one y range for all panels, -4 .. -2 at least, from the finite
          * ratios (gnuplot's stats would stop at a column of infinities) */
         double lo = -4, hi = -2;
         for (int i = 0; i < NVARIANTS; i++) {
-            lo = fmin(lo, r[i].ratio_lo);
-            hi = fmax(hi, r[i].ratio_hi);
+            lo = fmin(lo, p->r[i].ratio_lo);
+            hi = fmax(hi, p->r[i].ratio_hi);
         }
         fprintf(gp, "ylo = %g\nyhi = %g\n", floor(lo), ceil(hi));
     }
-    fputs("load ", gp);
-    gp_string(gp, path);
-    fputc('\n', gp);
-    int status = pclose(gp);
-    if (status != 0) {
-        fprintf(stderr, "gnuplot failed on %s (status %d)\n", path, status);
-        return -1;
-    }
-    return 0;
 }
 
 /* Draws every plot; returns the number of scripts that failed. */
 static int draw_plots(const options *o, const result *r)
 {
-    const char *plots_dir = getenv("TG_PLOTS_DIR");
-    if (!plots_dir || !*plots_dir)
-        plots_dir = TG_PLOTS_DIR;
+    const char *plots_dir = demo_plots_dir();
     char subtitle[256];
     snprintf(subtitle, sizeof subtitle,
              "%d x (Linear %lld -> [norm] -> Tanh), SGD lr %g, batch %d, "
              "seed %llu",
              o->depth, (long long)o->width, o->lr, BATCH,
              (unsigned long long)o->seed);
-    const char *per_variant[] = {"diag_activations.gp", "diag_gradients.gp",
-                                 "diag_weight_grads.gp"};
-    const char *all[] = {"diag_activations.gp", "diag_gradients.gp",
-                         "diag_weight_grads.gp", "diag_update_ratio.gp"};
-    for (int k = 0; k < 4; k++) { // say it once, not once per plot
-        char path[4096];
-        if (join(path, sizeof path, plots_dir, all[k]) &&
-            access(path, R_OK) == 0)
-            continue;
-        fprintf(stderr,
-                "no plots: cannot read the gnuplot script %s/%s\n"
-                "(the scripts are in scripts/plots/ of the source tree; set "
-                "TG_PLOTS_DIR to that folder)\n",
-                plots_dir, all[k]);
+    /* the first three are drawn for each variant, the last for them all */
+    const char *const scripts[] = {"diag_activations.gp", "diag_gradients.gp",
+                                   "diag_weight_grads.gp",
+                                   "diag_update_ratio.gp"};
+    if (!demo_scripts_readable(plots_dir, scripts, 4))
         return 1;
-    }
     int failed = 0, drawn = 0;
     printf("\n");
     for (int i = 0; i < NVARIANTS; i++) {
@@ -950,13 +800,15 @@ static int draw_plots(const options *o, const result *r)
                    variants[i].label);
             continue;
         }
+        plot_of p = {o, &variants[i], &r[i]};
         for (int k = 0; k < 3; k++)
-            failed += run_gnuplot(plots_dir, per_variant[k], o, subtitle,
-                                  &variants[i], &r[i]) != 0;
+            failed += demo_run_gnuplot(plots_dir, scripts[k], o->out,
+                                       subtitle, gp_settings, &p) != 0;
         drawn++;
     }
-    failed += run_gnuplot(plots_dir, "diag_update_ratio.gp", o, subtitle,
-                          NULL, r) != 0;
+    plot_of all_variants = {o, NULL, r};
+    failed += demo_run_gnuplot(plots_dir, scripts[3], o->out,
+                               subtitle, gp_settings, &all_variants) != 0;
     if (!failed) {
         printf("plots in %s/:\nupdate_ratio.png", o->out);
         if (drawn) {
@@ -978,11 +830,9 @@ int main(int argc, char **argv)
 {
     options o;
     int prc = parse_options(argc, argv, &o);
-    if (prc != 0) {
-        usage(prc > 0 ? stdout : stderr, argv[0]);
-        return prc > 0 ? 0 : 2;
-    }
-    if (make_dirs(o.out) != 0) {
+    if (prc != 0)
+        return demo_usage_exit(prc, usage, argv[0]);
+    if (demo_make_dirs(o.out) != 0) {
         fprintf(stderr, "cannot create %s: %s\n", o.out, strerror(errno));
         return 1;
     }
@@ -1023,26 +873,13 @@ int main(int argc, char **argv)
            o.out);
 
     rc = 0;
-    if (o.plots) {
-        if (!on_path("gnuplot"))
-            printf("gnuplot was not found on PATH: no plots (the CSV files "
-                   "are written).\nTo draw them: apt-get install "
-                   "gnuplot-nox, then run this again.\n");
-        else if (draw_plots(&o, res) != 0)
-            rc = 1;
-    }
+    if (o.plots && demo_have_gnuplot() && draw_plots(&o, res) != 0)
+        rc = 1;
 
 done:
-    if (rc != 0 && *tg_last_error())
-        fprintf(stderr, "stopped after an error: %s\n", tg_last_error());
     close_outputs(&w);
     free(res);
     tg_dataset_free(&data);
     tg_generator_free(g);
-    if (tg_live_tensors() != 0) {
-        fprintf(stderr, "%lld tensors were not released\n",
-                (long long)tg_live_tensors());
-        rc = 1;
-    }
-    return rc;
+    return demo_exit_status(rc);
 }

@@ -33,26 +33,24 @@
  *
  * It is a demo, not a test (tests/nn/test_training.c is the test), but it
  * checks what it claims: the same initial Linear weights in every variant,
- * and every tensor released at the end (exit 1 otherwise).
+ * and every tensor released at the end (exit 1 otherwise). What it shares
+ * with deep_mlp_diagnostics.c (reading the options, making the output
+ * folder, running gnuplot, the check at exit) is in demo_util.c.
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L // popen, mkdir, clock_gettime
+#define _POSIX_C_SOURCE 200809L // clock_gettime
 #endif
 
 #include "tapegrad.h"
+
+#include "demo_util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
-
-#ifndef TG_PLOTS_DIR
-#define TG_PLOTS_DIR "scripts/plots"
-#endif
 
 /* ------------------------------------------------------------- settings */
 
@@ -187,19 +185,6 @@ static void usage(FILE *f, const char *prog)
             TG_PLOTS_DIR);
 }
 
-/* Parses a whole decimal integer in [lo, hi]. */
-static bool parse_int(const char *s, long long lo, long long hi,
-                      long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* Parses the command line into o. Returns 0, 1 for --help, or -1 after
  * printing what is wrong. */
 static int parse_options(int argc, char **argv, options *o)
@@ -208,76 +193,40 @@ static int parse_options(int argc, char **argv, options *o)
     *o = (options){DEFAULT_WIDTH, DEFAULT_DEPTH, DEFAULT_BATCH,
                    DEFAULT_LR_SGD, DEFAULT_EPOCHS, DEFAULT_SEED,
                    false, "out/train_mlp", true};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
-            return 1;
-        if (strcmp(arg, "--no-plots") == 0) {
-            o->plots = false;
-            continue;
-        }
-        /* the others take a value: "--name value" or "--name=value" */
-        const char *value = NULL;
-        char name[32];
-        const char *eq = strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (len >= sizeof name) {
-            fprintf(stderr, "unknown option %s\n", arg);
-            return -1;
-        }
-        memcpy(name, arg, len);
-        name[len] = '\0';
-        bool known = strcmp(name, "--width") == 0 ||
-                     strcmp(name, "--depth") == 0 ||
-                     strcmp(name, "--batch-size") == 0 ||
-                     strcmp(name, "--lr") == 0 ||
-                     strcmp(name, "--epochs") == 0 ||
-                     strcmp(name, "--seed") == 0 ||
-                     strcmp(name, "--optimizer") == 0 ||
-                     strcmp(name, "--out") == 0;
-        if (!known) {
-            fprintf(stderr, "unknown option %s\n", arg);
-            return -1;
-        }
-        if (eq)
-            value = eq + 1;
-        else if (i + 1 < argc)
-            value = argv[++i];
-        else {
-            fprintf(stderr, "option %s needs a value\n", name);
-            return -1;
-        }
-
+    static const char *const names[] = {"--width", "--depth", "--batch-size",
+                                        "--lr", "--epochs", "--seed",
+                                        "--optimizer", "--out", NULL};
+    const char *value = NULL;
+    int i = 0, k;
+    while ((k = demo_next_option(argc, argv, &i, names, &value,
+                                 &o->plots)) >= 0) {
+        const char *name = names[k];
         long long v = 0;
         bool ok = true;
         const char *expected = NULL;
         if (strcmp(name, "--width") == 0) {
-            ok = parse_int(value, 1, MAX_WIDTH, &v);
+            ok = demo_parse_int(value, 1, MAX_WIDTH, &v);
             expected = "an integer from 1 to " STRINGIFY(MAX_WIDTH);
             o->width = v;
         } else if (strcmp(name, "--depth") == 0) {
-            ok = parse_int(value, 1, MAX_DEPTH, &v);
+            ok = demo_parse_int(value, 1, MAX_DEPTH, &v);
             expected = "an integer from 1 to " STRINGIFY(MAX_DEPTH);
             o->depth = (int)v;
         } else if (strcmp(name, "--batch-size") == 0) {
             /* BatchNorm cannot train on a batch of one sample */
-            ok = parse_int(value, 2, MAX_BATCH, &v);
+            ok = demo_parse_int(value, 2, MAX_BATCH, &v);
             expected = "an integer from 2 to " STRINGIFY(MAX_BATCH);
             o->batch_size = v;
         } else if (strcmp(name, "--epochs") == 0) {
-            ok = parse_int(value, 1, MAX_EPOCHS, &v);
+            ok = demo_parse_int(value, 1, MAX_EPOCHS, &v);
             expected = "an integer from 1 to " STRINGIFY(MAX_EPOCHS);
             o->epochs = (int)v;
         } else if (strcmp(name, "--seed") == 0) {
-            ok = parse_int(value, 0, 0x7fffffffffffffffLL, &v);
+            ok = demo_parse_int(value, 0, 0x7fffffffffffffffLL, &v);
             expected = "an integer from 0 to 2^63 - 1";
             o->seed = (uint64_t)v;
         } else if (strcmp(name, "--lr") == 0) {
-            char *end;
-            errno = 0;
-            o->lr = strtod(value, &end);
-            ok = !errno && end != value && !*end && isfinite(o->lr) &&
-                 o->lr > 0.0;
+            ok = demo_parse_positive(value, &o->lr);
             expected = "a number > 0, such as 0.1 or 3e-4";
             lr_set = true;
         } else if (strcmp(name, "--optimizer") == 0) {
@@ -295,6 +244,8 @@ static int parse_options(int argc, char **argv, options *o)
             return -1;
         }
     }
+    if (k != DEMO_OPT_END)
+        return k == DEMO_OPT_HELP ? 1 : -1;
     if (!lr_set)
         o->lr = o->adam ? DEFAULT_LR_ADAM : DEFAULT_LR_SGD;
     return 0;
@@ -324,58 +275,6 @@ static double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* mkdir -p: makes path and its missing parents. Returns 0 or -1 (errno
- * set). */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    size_t len = strlen(path);
-    if (len == 0 || len >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        buf[i] = c;
-    }
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
-/* dir/name into buf; false (with a message) when it does not fit. */
-static bool join(char *buf, size_t size, const char *dir, const char *name)
-{
-    int n = snprintf(buf, size, "%s/%s", dir, name);
-    if (n < 0 || (size_t)n >= size) {
-        fprintf(stderr, "path too long: %s/%s\n", dir, name);
-        return false;
-    }
-    return true;
-}
-
-static FILE *open_out(const char *dir, const char *name, char *path,
-                      size_t size)
-{
-    if (!join(path, size, dir, name))
-        return NULL;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
-    return f;
 }
 
 /* ---------------------------------------------------------------- model */
@@ -573,8 +472,7 @@ static int train_variant(const options *o, const variant *v,
 static int write_points(const char *dir, const tg_dataset *train,
                         const tg_dataset *val)
 {
-    char path[4096];
-    FILE *f = open_out(dir, "points.csv", path, sizeof path);
+    FILE *f = demo_open_out(dir, "points.csv");
     if (!f)
         return -1;
     fprintf(f, "x,y,label,split\n");
@@ -649,11 +547,11 @@ static int write_regions(const char *dir, const variant *v, tg_module *m,
     int rc = -1;
     double *k = cls ? malloc((size_t)cls->numel * sizeof *k) : NULL;
     double *xy = k ? malloc((size_t)grid->numel * sizeof *xy) : NULL;
-    char name[64], path[4096];
+    char name[64];
     snprintf(name, sizeof name, "regions_%s.csv", v->name);
     if (xy && tg_to_f64_array(cls, k) == 0 &&
         tg_to_f64_array(grid, xy) == 0) {
-        FILE *f = open_out(dir, name, path, sizeof path);
+        FILE *f = demo_open_out(dir, name);
         if (f) {
             fprintf(f, "x,y,class\n");
             for (int64_t i = 0; i < cls->numel; i++) {
@@ -674,83 +572,18 @@ static int write_regions(const char *dir, const variant *v, tg_module *m,
 
 /* ----------------------------------------------------------------- plots */
 
-/* Whether an executable file called name is in a folder of $PATH. */
-static bool on_path(const char *name)
+/* The demo's own gnuplot variables: label_<v>, each variant's legend,
+ * from sums (NVARIANTS summaries). */
+static void gp_labels(FILE *gp, const void *sums)
 {
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        return false;
-    char buf[4096];
-    for (const char *p = path;;) {
-        const char *colon = strchr(p, ':');
-        size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        /* an empty entry means the current folder */
-        int n = snprintf(buf, sizeof buf, "%.*s/%s", (int)(len ? len : 1),
-                         len ? p : ".", name);
-        if (n > 0 && (size_t)n < sizeof buf && access(buf, X_OK) == 0)
-            return true;
-        if (!colon)
-            return false;
-        p = colon + 1;
-    }
-}
-
-/* Writes `name = 'value'` to gnuplot: in a single-quoted gnuplot string
- * only the quote itself is special, written twice. */
-static void gp_set(FILE *gp, const char *name, const char *value)
-{
-    fprintf(gp, "%s = '", name);
-    for (const char *c = value; *c; c++) {
-        if (*c == '\'')
-            fputc('\'', gp);
-        fputc(*c, gp);
-    }
-    fputs("'\n", gp);
-}
-
-/* Runs one gnuplot script of the plots folder with the demo's settings.
- * The paths are passed as gnuplot strings on gnuplot's standard input,
- * never through a shell. Returns 0 or -1. */
-static int run_gnuplot(const char *plots_dir, const char *script,
-                       const char *out, const char *subtitle,
-                       const summary *sums)
-{
-    char path[4096];
-    if (!join(path, sizeof path, plots_dir, script))
-        return -1;
-    /* a newline would end the string early */
-    if (strchr(out, '\n') || strchr(path, '\n')) {
-        fprintf(stderr, "cannot plot: a path contains a newline\n");
-        return -1;
-    }
-    fflush(stdout);
-    FILE *gp = popen("gnuplot", "w");
-    if (!gp) {
-        fprintf(stderr, "cannot run gnuplot: %s\n", strerror(errno));
-        return -1;
-    }
-    gp_set(gp, "outdir", out);
-    gp_set(gp, "subtitle", subtitle);
+    const summary *s = sums;
     for (int i = 0; i < NVARIANTS; i++) {
         char name[64], value[128];
         snprintf(name, sizeof name, "label_%s", variants[i].name);
         snprintf(value, sizeof value, "%s: val acc %.1f%%",
-                 variants[i].label, 100.0 * sums[i].final_val_acc);
-        gp_set(gp, name, value);
+                 variants[i].label, 100.0 * s[i].final_val_acc);
+        demo_gp_set(gp, name, value);
     }
-    fputs("load '", gp);
-    for (const char *c = path; *c; c++) {
-        if (*c == '\'')
-            fputc('\'', gp);
-        fputc(*c, gp);
-    }
-    fputs("'\n", gp);
-    int status = pclose(gp);
-    if (status != 0) {
-        fprintf(stderr, "gnuplot failed on %s (status %d)\n", path, status);
-        return -1;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------------ main */
@@ -796,15 +629,13 @@ int main(int argc, char **argv)
 {
     options o;
     int prc = parse_options(argc, argv, &o);
-    if (prc != 0) {
-        usage(prc > 0 ? stdout : stderr, argv[0]);
-        return prc > 0 ? 0 : 2;
-    }
+    if (prc != 0)
+        return demo_usage_exit(prc, usage, argv[0]);
 
-    char models[4096], path[4096];
-    if (!join(models, sizeof models, o.out, "models"))
+    char models[4096];
+    if (!demo_join(models, sizeof models, o.out, "models"))
         return 1;
-    if (make_dirs(models) != 0) {
+    if (demo_make_dirs(models) != 0) {
         fprintf(stderr, "cannot create %s: %s\n", models, strerror(errno));
         return 1;
     }
@@ -827,7 +658,7 @@ int main(int argc, char **argv)
     grid = make_grid(&all);
     if (!grid || write_points(o.out, &train, &val) != 0)
         goto done;
-    log = open_out(o.out, "log.csv", path, sizeof path);
+    log = demo_open_out(o.out, "log.csv");
     if (!log)
         goto done;
     fprintf(log, "variant,epoch,step,train_loss,train_acc,val_loss,"
@@ -876,7 +707,7 @@ int main(int argc, char **argv)
         if (train_variant(&o, v, &train, &val, log, &sums[i], &m) != 0)
             goto done;
         char dir[4096];
-        int saved = join(dir, sizeof dir, models, v->name)
+        int saved = demo_join(dir, sizeof dir, models, v->name)
                         ? tg_module_save(m, dir)
                         : -1;
         int wrote = write_regions(o.out, v, m, grid);
@@ -896,56 +727,35 @@ int main(int argc, char **argv)
     printf("\nlogs, decision regions and models in %s/\n", o.out);
 
     rc = 0;
-    if (o.plots) {
-        if (!on_path("gnuplot")) {
-            printf("gnuplot was not found on PATH: no plots (the CSV files "
-                   "are written).\nTo draw them: apt-get install "
-                   "gnuplot-nox, then run this again.\n");
-        } else {
-            const char *plots_dir = getenv("TG_PLOTS_DIR");
-            if (!plots_dir || !*plots_dir)
-                plots_dir = TG_PLOTS_DIR;
-            char subtitle[256];
-            if (o.adam)
-                snprintf(subtitle, sizeof subtitle, "Adam lr %g", o.lr);
-            else
-                snprintf(subtitle, sizeof subtitle, "SGD momentum %g, lr %g",
-                         SGD_MOMENTUM, o.lr);
-            size_t len = strlen(subtitle);
-            snprintf(subtitle + len, sizeof subtitle - len,
-                     " (cosine), %d x %lld hidden, batch %lld, seed %llu",
-                     o.depth, (long long)o.width, (long long)o.batch_size,
-                     (unsigned long long)o.seed);
-            const char *scripts[] = {"train_loss.gp", "train_accuracy.gp",
-                                     "decision_regions.gp"};
-            int found = 0, drawn = 0;
-            for (int i = 0; i < 3; i++) {
-                char script[4096];
-                found += join(script, sizeof script, plots_dir, scripts[i]) &&
-                         access(script, R_OK) == 0;
-            }
-            if (found < 3)
-                fprintf(stderr,
-                        "no plots: the gnuplot scripts are not in %s\n"
-                        "(they are in scripts/plots/ of the source tree; "
-                        "set TG_PLOTS_DIR to that folder)\n",
-                        plots_dir);
-            else
-                for (int i = 0; i < 3; i++)
-                    drawn += run_gnuplot(plots_dir, scripts[i], o.out,
-                                         subtitle, sums) == 0;
-            if (drawn == 3)
-                printf("plots: %s/loss.png, %s/accuracy.png, "
-                       "%s/decision_regions.png\n",
-                       o.out, o.out, o.out);
-            else
-                rc = 1;
-        }
+    if (o.plots && demo_have_gnuplot()) {
+        const char *plots_dir = demo_plots_dir();
+        char subtitle[256];
+        if (o.adam)
+            snprintf(subtitle, sizeof subtitle, "Adam lr %g", o.lr);
+        else
+            snprintf(subtitle, sizeof subtitle, "SGD momentum %g, lr %g",
+                     SGD_MOMENTUM, o.lr);
+        size_t len = strlen(subtitle);
+        snprintf(subtitle + len, sizeof subtitle - len,
+                 " (cosine), %d x %lld hidden, batch %lld, seed %llu",
+                 o.depth, (long long)o.width, (long long)o.batch_size,
+                 (unsigned long long)o.seed);
+        const char *const scripts[] = {"train_loss.gp", "train_accuracy.gp",
+                                       "decision_regions.gp"};
+        int drawn = 0;
+        if (demo_scripts_readable(plots_dir, scripts, 3))
+            for (int i = 0; i < 3; i++)
+                drawn += demo_run_gnuplot(plots_dir, scripts[i], o.out,
+                                          subtitle, gp_labels, sums) == 0;
+        if (drawn == 3)
+            printf("plots: %s/loss.png, %s/accuracy.png, "
+                   "%s/decision_regions.png\n",
+                   o.out, o.out, o.out);
+        else
+            rc = 1;
     }
 
 done:
-    if (rc != 0 && *tg_last_error())
-        fprintf(stderr, "stopped after an error (above)\n");
     if (log)
         fclose(log);
     free(init);
@@ -954,11 +764,5 @@ done:
     tg_dataset_free(&train);
     tg_dataset_free(&all);
     tg_generator_free(g);
-    /* everything made was released */
-    if (tg_live_tensors() != 0) {
-        fprintf(stderr, "%lld tensors are still alive at exit\n",
-                (long long)tg_live_tensors());
-        rc = 1;
-    }
-    return rc;
+    return demo_exit_status(rc);
 }

@@ -157,3 +157,34 @@ void tg_test_check_ref(tg_tensor *actual, const char *name, double rtol,
     tg_release(expected);
     cr_assert(ok, "%s: %s", name, report);
 }
+
+tg_tensor *tg_test_non_contiguous(const tg_tensor *x, bool strided)
+{
+    cr_assert(x && x->ndim >= 1, "a 0-d tensor is always contiguous");
+    tg_tensor *view;
+    if (x->ndim >= 2 && !strided) {
+        int rev[TG_MAX_DIMS];
+        for (int i = 0; i < x->ndim; i++)
+            rev[i] = x->ndim - 1 - i;
+        tg_tensor *t = tg_permute(x, rev, x->ndim);
+        tg_tensor *buf = tg_contiguous(t);
+        view = tg_permute(buf, rev, x->ndim);
+        tg_release(buf);
+        tg_release(t);
+    } else {
+        int64_t shape[TG_MAX_DIMS];
+        for (int i = 0; i < x->ndim; i++)
+            shape[i] = x->shape[i];
+        int64_t last = x->shape[x->ndim - 1];
+        shape[x->ndim - 1] = 2 * last;
+        tg_tensor *buf = tg_full(shape, x->ndim,
+                                 x->dtype == TG_INT64 ? -7.0 : NAN, x->dtype);
+        view = tg_slice(buf, -1, 0, 2 * last, 2);
+        tg_release(buf);
+        cr_assert_eq(tg_copy_(view, x), 0, "%s", tg_last_error());
+    }
+    tg_tensor *out = tg_detach(view);
+    tg_release(view);
+    cr_assert(out && !tg_is_contiguous(out), "the copy is contiguous");
+    return out;
+}

@@ -38,6 +38,13 @@ bool tg_test_no_live_tensors(char *report, size_t report_size);
 /* Loads tests/reference/<name>.npy (new reference); fails the test if it
  * cannot. The folder comes from TG_REFERENCE_DIR, set by meson test. */
 tg_tensor *tg_test_load_ref(const char *name);
+/* A new tensor with x's values and no history, laid out so that it is not
+ * contiguous: for ndim >= 2 (unless strided) the dims are stored in
+ * reverse order (x transposed in memory, a permute of a contiguous
+ * buffer); otherwise every other element of a buffer twice as long, the
+ * gaps filled with NaN (-7 for int64) so that reading one shows. x is
+ * borrowed. */
+tg_tensor *tg_test_non_contiguous(const tg_tensor *x, bool strided);
 /* Path of a file in the reference folder (static buffer). */
 const char *tg_test_ref_path(const char *name);
 

@@ -97,39 +97,13 @@ static void check(const tg_tensor *actual, tolerance tol, const char *what,
     cr_assert(ok, "%s: %s: %s", what, name, report);
 }
 
-/* A new tensor with x's values and no history that is not contiguous:
- * for ndim >= 2 (unless strided) the dims are stored in reverse order (a
- * permute of a contiguous buffer); otherwise every other element of a
- * buffer twice as long. x is released. */
+/* x (released) as a non-contiguous copy: transposed in memory, or
+ * strided. */
 static tg_tensor *non_contiguous(tg_tensor *x, bool strided)
 {
-    tg_tensor *view;
-    cr_assert(x->ndim >= 1);
-    if (x->ndim >= 2 && !strided) {
-        int rev[TG_MAX_DIMS];
-        for (int i = 0; i < x->ndim; i++)
-            rev[i] = x->ndim - 1 - i;
-        tg_tensor *t = tg_permute(x, rev, x->ndim);
-        tg_tensor *buf = tg_contiguous(t);
-        view = tg_permute(buf, rev, x->ndim);
-        tg_release(buf);
-        tg_release(t);
-    } else {
-        int64_t shape[TG_MAX_DIMS];
-        for (int i = 0; i < x->ndim; i++)
-            shape[i] = x->shape[i];
-        int64_t last = x->shape[x->ndim - 1];
-        shape[x->ndim - 1] = 2 * last;
-        tg_tensor *buf = tg_full(shape, x->ndim, -7.0, x->dtype);
-        view = tg_slice(buf, -1, 0, 2 * last, 2);
-        tg_release(buf);
-        cr_assert_eq(tg_copy_(view, x), 0, "%s", tg_last_error());
-    }
+    tg_tensor *t = tg_test_non_contiguous(x, strided);
     tg_release(x);
-    tg_tensor *out = tg_detach(view);
-    tg_release(view);
-    cr_assert(out && !tg_is_contiguous(out), "the copy is contiguous");
-    return out;
+    return t;
 }
 
 /* x as loaded, or non-contiguous; a leaf requiring grad when grad. */

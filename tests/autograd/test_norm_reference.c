@@ -113,39 +113,6 @@ static void check(const tg_tensor *actual, int step, tolerance tol,
     cr_assert(ok, "%s: %s: %s", what, name, report);
 }
 
-/* A new tensor with x's values and no history, laid out so that it is not
- * contiguous: for ndim >= 2 the dims are stored in reverse order (x
- * transposed in memory, as a permute of a contiguous buffer); otherwise
- * every other element of a buffer twice as long. */
-static tg_tensor *non_contiguous(const tg_tensor *x, bool strided)
-{
-    tg_tensor *view;
-    if (x->ndim >= 2 && !strided) {
-        int rev[TG_MAX_DIMS];
-        for (int i = 0; i < x->ndim; i++)
-            rev[i] = x->ndim - 1 - i;
-        tg_tensor *t = tg_permute(x, rev, x->ndim);
-        tg_tensor *buf = tg_contiguous(t);
-        view = tg_permute(buf, rev, x->ndim);
-        tg_release(buf);
-        tg_release(t);
-    } else {
-        int64_t shape[TG_MAX_DIMS];
-        for (int i = 0; i < x->ndim; i++)
-            shape[i] = x->shape[i];
-        int64_t last = x->shape[x->ndim - 1];
-        shape[x->ndim - 1] = 2 * last;
-        tg_tensor *buf = tg_full(shape, x->ndim, NAN, x->dtype);
-        view = tg_slice(buf, -1, 0, 2 * last, 2);
-        tg_release(buf);
-        cr_assert_eq(tg_copy_(view, x), 0, "%s", tg_last_error());
-    }
-    tg_tensor *out = tg_detach(view);
-    tg_release(view);
-    cr_assert(out && !tg_is_contiguous(out), "the copy is contiguous");
-    return out;
-}
-
 /* The reference array `name` as the tensor an op is run on: as loaded, or
  * non-contiguous for FUSED_STRIDED (x and dy transposed in memory, the
  * (C,)-like parameters strided). New reference; a leaf that requires grad
@@ -153,7 +120,7 @@ static tg_tensor *non_contiguous(const tg_tensor *x, bool strided)
 static tg_tensor *input(tg_tensor *loaded, run_mode mode, bool strided,
                         bool grad)
 {
-    tg_tensor *t = mode == FUSED_STRIDED ? non_contiguous(loaded, strided)
+    tg_tensor *t = mode == FUSED_STRIDED ? tg_test_non_contiguous(loaded, strided)
                                          : tg_retain(loaded);
     tg_release(loaded);
     if (grad)

@@ -251,22 +251,17 @@ static bool dataset_ok(const char *fn, const tg_dataset *d)
 }
 
 /* order[0 .. n) = torch.randperm(n, generator=g): Fisher-Yates from the
- * front, one tg_randint draw per swap (see the file header). */
-static int random_order(tg_generator *g, int64_t *order, int64_t n)
+ * front, one draw of tg_randint's per swap (see the file header). */
+static void random_order(tg_generator *g, int64_t *order, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         order[i] = i;
     for (int64_t i = 0; i + 1 < n; i++) {
-        tg_tensor *z = tg_randint_gen(g, 0, n - i, NULL, 0);
-        if (!z)
-            return -1;
-        int64_t j = i + *(const int64_t *)tg_base_ptr(z);
-        tg_release(z);
+        int64_t j = i + (int64_t)tg_random_below(g, (uint64_t)(n - i));
         int64_t t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
-    return 0;
 }
 
 /* Rows rows[0 .. count) of the contiguous tensor src (N, ...) as a new
@@ -344,8 +339,7 @@ int tg_dataset_split(const tg_dataset *d, double val_fraction,
     tg_tensor *x = NULL, *y = NULL;
     tg_dataset tr = {NULL, NULL}, va = {NULL, NULL};
     int rc = -1;
-    if (random_order(g, order, n) < 0)
-        goto done;
+    random_order(g, order, n);
     x = tg_contiguous_as(d->x, d->x->dtype);
     y = x ? tg_contiguous_as(d->y, TG_INT64) : NULL;
     if (!y)
@@ -445,8 +439,7 @@ bool tg_batches_next(tg_batches *it, tg_tensor **x, tg_tensor **y)
     }
     if (!it->in_epoch) {
         if (it->shuffle) {
-            if (random_order(it->g, it->order, it->n) < 0)
-                return false;
+            random_order(it->g, it->order, it->n);
         } else {
             for (int64_t i = 0; i < it->n; i++)
                 it->order[i] = i;

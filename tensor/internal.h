@@ -35,6 +35,13 @@ bool tg_shape_arg_ok(const char *fn, const int64_t *shape, int ndim);
  * overflowing product) and returns its element count, or -1 with an error. */
 int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);
 
+/* ------------------------------------------------------------------ random */
+
+/* One integer in [0, range) from g (NULL: the default generator), drawn
+ * as tg_randint draws each element, so a loop of these follows the same
+ * stream as torch.randint. range >= 1. */
+uint64_t tg_random_below(tg_generator *g, uint64_t range);
+
 /* ------------------------------------------------------------------ create */
 
 /* A new contiguous tensor; no argument checks (callers checked the shape). */

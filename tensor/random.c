@@ -355,16 +355,12 @@ static void draw_one(const draw_plan *p, char *out)
             *(double *)out = v;
         break;
     }
-    case DRAW_RANDINT: {
-        /* One 32-bit draw when the range fits in it, else random64; the
-         * modulo bias (at most range / 2^32 or range / 2^64) is PyTorch's
-         * too. Unsigned arithmetic: low + range may pass INT64_MAX only
-         * on the way to a value below high. */
-        uint64_t v = p->range >= (UINT64_C(1) << 32) ? random64(p->g)
-                                                     : random32(p->g);
-        *(int64_t *)out = (int64_t)((uint64_t)p->low + v % p->range);
+    case DRAW_RANDINT:
+        /* Unsigned arithmetic: low + the draw may pass INT64_MAX only on
+         * the way to a value below high. */
+        *(int64_t *)out =
+            (int64_t)((uint64_t)p->low + tg_random_below(p->g, p->range));
         break;
-    }
     }
 }
 
@@ -419,6 +415,15 @@ tg_generator *tg_default_generator(void)
 static tg_generator *generator_or_default(tg_generator *g)
 {
     return g ? g : tg_default_generator();
+}
+
+/* One 32-bit draw when the range fits in it, else random64; the modulo
+ * bias (at most range / 2^32 or range / 2^64) is PyTorch's too. */
+uint64_t tg_random_below(tg_generator *g, uint64_t range)
+{
+    g = generator_or_default(g);
+    uint64_t v = range >= (UINT64_C(1) << 32) ? random64(g) : random32(g);
+    return v % range;
 }
 
 tg_generator *tg_generator_new(uint64_t seed)

@@ -485,42 +485,6 @@ void tg_batches_free(tg_batches *it)
 
 /* -------------------------------------------------------------- accuracy */
 
-/* The argmax of row i of logits (N, C), C >= 1, of any dtype and layout,
- * as torch.argmax: the first maximum on ties, and a NaN counts as larger
- * than everything (the first NaN of a row is its argmax). int64 scores are
- * compared as integers (a double would merge values beyond 2^53). */
-static int64_t row_argmax(const tg_tensor *t, int64_t i)
-{
-    const int64_t c = t->shape[1];
-    const size_t item = tg_dtype_size(t->dtype);
-    const char *row = tg_base_ptr(t) + i * t->strides[0] * (int64_t)item;
-    const int64_t step = t->strides[1] * (int64_t)item;
-    int64_t best = 0;
-    if (t->dtype == TG_INT64) {
-        int64_t top = *(const int64_t *)row;
-        for (int64_t j = 1; j < c; j++) {
-            int64_t v = *(const int64_t *)(row + j * step);
-            if (v > top) {
-                top = v;
-                best = j;
-            }
-        }
-        return best;
-    }
-    double top = t->dtype == TG_FLOAT32 ? *(const float *)row
-                                        : *(const double *)row;
-    for (int64_t j = 1; j < c && !isnan(top); j++) {
-        const char *p = row + j * step;
-        double v = t->dtype == TG_FLOAT32 ? *(const float *)p
-                                          : *(const double *)p;
-        if (isnan(v) || v > top) {
-            top = v;
-            best = j;
-        }
-    }
-    return best;
-}
-
 /* The share of rows whose argmax is the label, as
  * (logits.argmax(1) == labels).float().mean(). An empty batch (N == 0) is
  * an error rather than a silent 0 / 0, and a label outside [0, C) is an
@@ -568,6 +532,12 @@ double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels)
                         : "rows without classes (no argmax)");
         return NAN;
     }
+    /* torch.argmax: the first maximum on ties, the first NaN of a row
+     * counts as its maximum, int64 scores compared exactly */
+    tg_tensor *pred = tg_argmax(logits, 1, false); // (N,) int64, contiguous
+    if (!pred)
+        return NAN;
+    const int64_t *best = tg_data_i64(pred);
     const char *lp = tg_base_ptr(labels);
     int64_t correct = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -580,9 +550,11 @@ double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels)
                      "  rule: labels are in [0, C) = [0, %lld)",
                      (long long)label, (long long)i,
                      tg_shape_str(logits, s1), (long long)c);
+            tg_release(pred);
             return NAN;
         }
-        correct += row_argmax(logits, i) == label;
+        correct += best[i] == label;
     }
+    tg_release(pred);
     return (double)correct / (double)n;
 }

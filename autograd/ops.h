@@ -97,6 +97,9 @@ typedef enum tg_gelu_approx {
     TG_GELU_TANH = 1,  // the tanh form, torch's approximate='tanh'
 } tg_gelu_approx;
 tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approx approx);
+/* x * sigmoid(x), as torch.nn.functional.silu (also called swish). New
+ * reference. */
+tg_tensor *tg_silu(const tg_tensor *x);
 
 /* Comparisons give int64 0/1 tensors (tapegrad has no bool dtype). */
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b);

@@ -1,0 +1,41 @@
+/*
+ * tests/exercises/grade.h - what the exercise graders share.
+ *
+ * A grader is a Criterion test file, grade_exNN_<name>.c, built against
+ * one implementation of exercise NN: the student's file in
+ * examples/exercises/, the reference solution in solutions/, or the
+ * deliberately wrong answer in wrong/ (tests/exercises/meson.build).
+ *
+ * Every call of the student's code goes through EX_CALL, which fails the
+ * test with a friendly "not implemented yet" when the call reached a stub,
+ * and every result through ex_require, which fails with the library's error
+ * message when the call returned NULL. So a stub or a failing exercise
+ * ends the test with a message, never a crash.
+ */
+#ifndef TG_GRADE_H
+#define TG_GRADE_H
+
+#include "../common.h"
+#include "exercises.h"
+
+bool ex_stub_ran(const char **file, const char **fn);
+void ex_stub_reset(void);
+
+/* Fails the test when a stub ran since the last check. */
+void ex_check_stub(const char *statement);
+
+/* Runs stmt (a statement that calls into the exercise, such as
+ * `dx = ex_softmax_backward(y, g)`) and fails the test if it reached a
+ * stub. EX_STATEMENT (defined by each grader before including this
+ * header) names the statement file in docs/exercises/. */
+#define EX_CALL(stmt)                                                       \
+    do {                                                                    \
+        ex_stub_reset();                                                    \
+        stmt;                                                               \
+        ex_check_stub(EX_STATEMENT);                                        \
+    } while (0)
+
+/* Fails the test, with the last error message, when t is NULL; returns t. */
+tg_tensor *ex_require(tg_tensor *t, const char *what);
+
+#endif

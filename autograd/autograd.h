@@ -36,21 +36,23 @@ extern "C" {
 
 /* Marks a leaf tensor as needing a gradient (x->requires_grad), as
  * Tensor.requires_grad_(). Only float tensors can; a tensor made by a
- * recorded op (a non-leaf) cannot be changed. Returns 0 or -1. */
+ * recorded op (a non-leaf) cannot be changed. Returns 0 or -1; x borrowed. */
 int tg_set_requires_grad(tg_tensor *x, bool requires_grad);
-/* A leaf: made by the user, not by a recorded op. */
+/* Whether x is a leaf: made by the user, not by a recorded op. x borrowed. */
 bool tg_is_leaf(const tg_tensor *x);
 /* Asks backward to store the gradient of a non-leaf tensor in x->grad too,
- * as Tensor.retain_grad(). x must require grad. Returns 0 or -1. */
+ * as Tensor.retain_grad(). x must require grad. Returns 0 or -1; x
+ * borrowed. */
 int tg_retain_grad(tg_tensor *x);
 /* Fills x->grad with zeros when there is one (the next backward then adds
- * into it); does nothing otherwise. NULL-safe. */
+ * into it); does nothing otherwise. NULL-safe; x borrowed. */
 void tg_zero_grad(tg_tensor *x);
-/* Releases x->grad and sets it to NULL (the next backward allocates it). */
+/* Releases x->grad and sets it to NULL (the next backward allocates it).
+ * x borrowed. */
 void tg_clear_grad(tg_tensor *x);
 
 /* A new tensor sharing x's storage that needs no gradient and has no
- * history, as Tensor.detach(). New reference. */
+ * history, as Tensor.detach(). New reference; x borrowed. */
 tg_tensor *tg_detach(const tg_tensor *x);
 
 /* ----------------------------------------------------------- backward */
@@ -58,7 +60,7 @@ tg_tensor *tg_detach(const tg_tensor *x);
 /* Backpropagates from a one-element tensor (the loss): every leaf it
  * depends on gets d(root)/d(leaf) added to leaf->grad. Releases what the
  * walked nodes saved (a second backward through them is then an error).
- * Cannot be called from inside a backward. Returns 0 or -1. */
+ * Cannot be called from inside a backward. Returns 0 or -1; root borrowed. */
 int tg_backward(tg_tensor *root);
 
 typedef struct tg_backward_options {
@@ -74,7 +76,8 @@ typedef struct tg_backward_options {
     tg_tensor *const *inputs;
     int ninputs;
 } tg_backward_options;
-/* tg_backward with options; opts NULL means the defaults. */
+/* tg_backward with options; opts NULL means the defaults. Arguments
+ * borrowed. */
 int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts);
 
 /* --------------------------------------------------------------- no_grad */
@@ -95,7 +98,8 @@ typedef struct tg_node tg_node;
  * but they stay while their outputs live), so this is 0 once every tensor
  * made by a recorded op is released. */
 int64_t tg_tape_size(void);
-/* The op name of x's node ("MulBackward0"), or NULL for a leaf. */
+/* The op name of x's node ("MulBackward0"), or NULL for a leaf: borrowed,
+ * valid while x lives. x borrowed. */
 const char *tg_grad_fn_name(const tg_tensor *x);
 
 /* Writes the graph that produced the given roots as Graphviz DOT: one box
@@ -103,7 +107,7 @@ const char *tg_grad_fn_name(const tg_tensor *x);
  * requires_grad, whether it has a .grad), edges in the direction data
  * flows. title (may be NULL) is shown on top with the grad mode. Render
  * with `dot -Tpng graph.dot -o graph.png` (Debian: apt-get install
- * graphviz). Returns 0 or -1. */
+ * graphviz). Returns 0 or -1; arguments borrowed. */
 int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
                       const char *title);
 
@@ -139,20 +143,23 @@ typedef struct tg_function {
 #define TG_MAX_INPUTS 8 // inputs of one node
 #define TG_MAX_SAVED 8  // saved tensors of one node
 
-/* New reference, or NULL on error. */
+/* Calls f on the inputs, recording it on the tape when one of them needs a
+ * gradient. New reference, or NULL on error; arguments borrowed. */
 tg_tensor *tg_function_apply(const tg_function *f,
                              const tg_tensor *const *inputs, int ninputs,
                              const void *args);
 
 /* Keeps t for backward (t's data, not its history: a modified t is caught
- * at backward). Returns its index for tg_ctx_saved, or -1. */
+ * at backward); the node takes a reference of its own, so ctx and t are
+ * borrowed. Returns its index for tg_ctx_saved, or -1. */
 int tg_ctx_save(tg_ctx *ctx, const tg_tensor *t);
-/* The i-th saved tensor (borrowed). */
+/* The i-th saved tensor (borrowed, valid while ctx keeps it: until its
+ * backward has run). ctx borrowed. */
 const tg_tensor *tg_ctx_saved(const tg_ctx *ctx, int i);
-/* Whether backward must produce a gradient for input i. */
+/* Whether backward must produce a gradient for input i. ctx borrowed. */
 bool tg_ctx_needs_grad(const tg_ctx *ctx, int i);
 /* data_size bytes for the function's own values, zero at first (NULL when
- * data_size is 0). */
+ * data_size is 0). Borrowed: valid while ctx lives; ctx borrowed. */
 void *tg_ctx_data(tg_ctx *ctx);
 
 /* ------------------------------------------------------------- gradcheck */
@@ -213,7 +220,7 @@ typedef struct tg_gradcheck_result {
 
 /* Returns 1 when every check passes, 0 when one fails (result and the
  * report say which), -1 when f or backward fails with an error. opts and
- * result may be NULL. */
+ * result may be NULL. Arguments borrowed. */
 int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
                  int ninputs, const tg_gradcheck_options *opts,
                  tg_gradcheck_result *result);

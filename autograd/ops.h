@@ -25,36 +25,43 @@ extern "C" {
 /* These share storage with x (no copy) unless said otherwise. */
 
 /* As torch.reshape: a view when the strides allow it, else a copy. One size
- * may be -1 (inferred). */
+ * may be -1 (inferred). New reference; arguments borrowed. */
 tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim);
-/* As Tensor.view: always a view; an error when the strides forbid it. */
+/* As Tensor.view: always a view; an error when the strides forbid it. New
+ * reference; arguments borrowed. */
 tg_tensor *tg_view(const tg_tensor *x, const int64_t *shape, int ndim);
-/* dims is a permutation of 0..ndim-1. */
+/* As torch.permute: dims is a permutation of 0..ndim-1. New reference;
+ * arguments borrowed. */
 tg_tensor *tg_permute(const tg_tensor *x, const int *dims, int ndims);
+/* Swaps dims dim0 and dim1, as torch.transpose. New reference; x
+ * borrowed. */
 tg_tensor *tg_transpose(const tg_tensor *x, int dim0, int dim1);
 /* Removes dim if its size is 1 (else returns a view of x unchanged, as
- * PyTorch); tg_squeeze_all removes every size-1 dim. */
+ * PyTorch); tg_squeeze_all removes every size-1 dim. New references; x
+ * borrowed. */
 tg_tensor *tg_squeeze(const tg_tensor *x, int dim);
 tg_tensor *tg_squeeze_all(const tg_tensor *x);
-/* Inserts a size-1 dim at position dim (in [-ndim-1, ndim]). */
+/* Inserts a size-1 dim at position dim (in [-ndim-1, ndim]). New
+ * reference; x borrowed. */
 tg_tensor *tg_unsqueeze(const tg_tensor *x, int dim);
 /* As Tensor.expand: size-1 dims grow (stride 0), -1 keeps a size, new dims
- * may be prepended. */
+ * may be prepended. New reference; arguments borrowed. */
 tg_tensor *tg_expand(const tg_tensor *x, const int64_t *shape, int ndim);
-/* As torch.broadcast_to (no -1). */
+/* As torch.broadcast_to (no -1). New reference; arguments borrowed. */
 tg_tensor *tg_broadcast_to(const tg_tensor *x, const int64_t *shape,
                            int ndim);
-/* Elements start .. start+length-1 of dim. */
+/* Elements start .. start+length-1 of dim. New reference; x borrowed. */
 tg_tensor *tg_narrow(const tg_tensor *x, int dim, int64_t start,
                      int64_t length);
 /* As x[..., start:end:step, ...] on dim; start/end are clamped like Python
- * slices and may be negative; step >= 1. */
+ * slices and may be negative; step >= 1. New reference; x borrowed. */
 tg_tensor *tg_slice(const tg_tensor *x, int dim, int64_t start, int64_t end,
                     int64_t step);
-/* As x.select(dim, index): removes dim. */
+/* As x.select(dim, index): removes dim. New reference; x borrowed. */
 tg_tensor *tg_select(const tg_tensor *x, int dim, int64_t index);
 /* Copies: a contiguous tensor (x itself retained if it already is), an
- * always-fresh copy, and a dtype conversion (x retained if same dtype). */
+ * always-fresh copy, and a dtype conversion (x retained if same dtype).
+ * New references (x itself, when retained, is one too); x borrowed. */
 tg_tensor *tg_contiguous(const tg_tensor *x);
 tg_tensor *tg_clone(const tg_tensor *x);
 tg_tensor *tg_to_dtype(const tg_tensor *x, tg_dtype dtype);
@@ -64,17 +71,24 @@ tg_tensor *tg_to_dtype(const tg_tensor *x, tg_dtype dtype);
  * float32 with float64 gives float64, int64 with float gives the float; a
  * 0-d tensor only decides the type when it is of a higher kind (float next
  * to int). The _scalar forms take a C double like a Python number: it keeps
- * a float tensor's dtype. */
+ * a float tensor's dtype. Every op here returns a new reference; arguments
+ * are borrowed. */
 
+/* a + b, a - b, a * b, a / b. New references; arguments borrowed. */
 tg_tensor *tg_add(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_sub(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_mul(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b); // true division
-/* a ** b; for int64 a negative exponent is an error (as PyTorch). */
+/* a ** b; for int64 a negative exponent is an error (as PyTorch). New
+ * reference; arguments borrowed. */
 tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b);
+/* Elementwise max and min, as torch.maximum / minimum. New references;
+ * arguments borrowed. */
 tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b); // NaN wins
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b);
 
+/* a + s, a - s, s - a, a * s, a / s and a ** exponent. New references; a
+ * borrowed. */
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s); // s - a
@@ -82,6 +96,8 @@ tg_tensor *tg_mul_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent);
 
+/* -x, exp, log, sqrt, 1 / sqrt, |x|, tanh, sigmoid and max(x, 0),
+ * elementwise. New references; x borrowed. */
 tg_tensor *tg_neg(const tg_tensor *x);
 tg_tensor *tg_exp(const tg_tensor *x);
 tg_tensor *tg_log(const tg_tensor *x);
@@ -96,12 +112,14 @@ typedef enum tg_gelu_approx {
     TG_GELU_EXACT = 0, // x * Phi(x) with erf, torch's approximate='none'
     TG_GELU_TANH = 1,  // the tanh form, torch's approximate='tanh'
 } tg_gelu_approx;
+/* As torch.nn.functional.gelu(x, approximate). New reference; x borrowed. */
 tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approx approx);
 /* x * sigmoid(x), as torch.nn.functional.silu (also called swish). New
  * reference. */
 tg_tensor *tg_silu(const tg_tensor *x);
 
-/* Comparisons give int64 0/1 tensors (tapegrad has no bool dtype). */
+/* Comparisons give int64 0/1 tensors (tapegrad has no bool dtype). New
+ * references; arguments borrowed. */
 tg_tensor *tg_eq(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_ne(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_lt(const tg_tensor *a, const tg_tensor *b);
@@ -116,13 +134,13 @@ tg_tensor *tg_gt_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_ge_scalar(const tg_tensor *a, double s);
 
 /* cond ? a : b elementwise, all three broadcast; cond is any dtype,
- * nonzero meaning true. */
+ * nonzero meaning true. New reference; arguments borrowed. */
 tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a,
                     const tg_tensor *b);
 /* min(max(x, lo), hi); pass -INFINITY / INFINITY to leave a side open.
  * NaN stays NaN; lo > hi gives hi. A NaN bound is an error. An int64 x
  * stays int64 when both bounds are whole numbers or infinite; a fractional
- * bound gives float32. */
+ * bound gives float32. New reference; x borrowed. */
 tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi);
 
 /* ------------------------------------------------------------- reductions */
@@ -130,22 +148,26 @@ tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi);
  * ndims 0 reduces every dim. keepdim keeps them with size 1. float32 sums
  * accumulate in double. */
 
+/* Sum and mean over dims. New references; arguments borrowed. */
 tg_tensor *tg_sum(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim);
 tg_tensor *tg_mean(const tg_tensor *x, const int *dims, int ndims,
                    bool keepdim);
 /* sum((x - mean)^2) / max(0, N - correction); correction 1 is PyTorch's
- * default (unbiased). N - correction <= 0 gives NaN or inf as PyTorch. */
+ * default (unbiased). N - correction <= 0 gives NaN or inf as PyTorch. New
+ * references; arguments borrowed. */
 tg_tensor *tg_var(const tg_tensor *x, const int *dims, int ndims,
                   int64_t correction, bool keepdim);
 tg_tensor *tg_std(const tg_tensor *x, const int *dims, int ndims,
                   int64_t correction, bool keepdim);
-/* As torch.amax / amin (NaN propagates). */
+/* As torch.amax / amin (NaN propagates). New references; arguments
+ * borrowed. */
 tg_tensor *tg_max(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim);
 tg_tensor *tg_min(const tg_tensor *x, const int *dims, int ndims,
                   bool keepdim);
-/* Index of the first maximum along dim, int64; as torch.argmax(x, dim). */
+/* Index of the first maximum (minimum) along dim, int64; as
+ * torch.argmax(x, dim). New references; x borrowed. */
 tg_tensor *tg_argmax(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim);
 
@@ -153,19 +175,22 @@ tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim);
  * equal bins over [min(x), max(x)] (each bin [a, b) except the last,
  * which includes its right edge; a constant x spans [x - 0.5, x + 0.5]).
  * With density, count / (numel * bin width). Returns the float64 counts
- * (bins,) and, when edges is not NULL, the (bins + 1,) float64 edges in
- * *edges. Not differentiable (no node is recorded). New references. */
+ * (bins,) as a new reference; when edges is not NULL, *edges receives the
+ * (bins + 1,) float64 edges, a new reference too. Not differentiable (no
+ * node is recorded). x borrowed. */
 tg_tensor *tg_histogram(const tg_tensor *x, int64_t bins, bool density,
                         tg_tensor **edges);
 
-/* Numerically stable (the max is subtracted first). */
+/* Numerically stable (the max is subtracted first). New references; x
+ * borrowed. */
 tg_tensor *tg_softmax(const tg_tensor *x, int dim);
 tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);
 
 /* ----------------------------------------------------------------- matmul */
 
 /* As torch.matmul: 1-D @ 1-D is a dot product (0-d); 2-D @ 2-D is a matrix
- * product; a 1-D operand gains then loses a dim; batch dims broadcast. */
+ * product; a 1-D operand gains then loses a dim; batch dims broadcast. New
+ * reference; arguments borrowed. */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
 
 
@@ -188,19 +213,21 @@ tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
  * weight and bias have shape normalized_shape and the dtype of x; either
  * may be NULL (no affine part). Statistics accumulate in double, two-pass.
  * Saves x, weight and the per-row mean and rstd; records
- * NativeLayerNormBackward0. eps >= 0 (PyTorch's default is 1e-5). */
+ * NativeLayerNormBackward0. eps >= 0 (PyTorch's default is 1e-5). New
+ * reference; arguments borrowed. */
 tg_tensor *tg_layer_norm(const tg_tensor *x, const int64_t *normalized_shape,
                          int ndim, const tg_tensor *weight,
                          const tg_tensor *bias, double eps);
 /* The same, also giving the statistics as torch.native_layer_norm does:
  * *mean and *rstd (NEW references, when the pointers are not NULL) have
  * x's leading dims followed by `ndim` ones, and x's dtype. They carry no
- * gradient. */
+ * gradient. Returns a new reference; other arguments borrowed. */
 tg_tensor *tg_layer_norm_ex(const tg_tensor *x,
                             const int64_t *normalized_shape, int ndim,
                             const tg_tensor *weight, const tg_tensor *bias,
                             double eps, tg_tensor **mean, tg_tensor **rstd);
-/* tg_layer_norm built from primitive ops (mean, sub, mul, rsqrt, ...). */
+/* tg_layer_norm built from primitive ops (mean, sub, mul, rsqrt, ...). New
+ * reference; arguments borrowed. */
 tg_tensor *tg_layer_norm_composed(const tg_tensor *x,
                                   const int64_t *normalized_shape, int ndim,
                                   const tg_tensor *weight,
@@ -238,7 +265,9 @@ tg_batch_norm_options tg_batch_norm_defaults(void);
  * running_mean and running_var are float tensors of shape (C,) that need
  * no gradient; both NULL means no running statistics (then training must
  * be true). weight and bias: (C,), x's dtype, or NULL. Training with n == 1
- * is an error, as in PyTorch. Records NativeBatchNormBackward0. */
+ * is an error, as in PyTorch. Records NativeBatchNormBackward0. New
+ * reference; arguments borrowed (running_mean and running_var are updated
+ * in place). */
 tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
                          tg_tensor *running_var, const tg_tensor *weight,
                          const tg_tensor *bias, bool training,
@@ -247,14 +276,16 @@ tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
  * statistics used to normalise: *mean and *invstd (NEW references when the
  * pointers are not NULL) of shape (C,) and x's dtype. In training they are
  * torch.native_batch_norm's save_mean and save_invstd; in eval they come
- * from the running statistics (where PyTorch returns empty tensors). */
+ * from the running statistics (where PyTorch returns empty tensors).
+ * Returns a new reference; other arguments borrowed. */
 tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
                             tg_tensor *running_var, const tg_tensor *weight,
                             const tg_tensor *bias,
                             const tg_batch_norm_options *opts,
                             tg_tensor **mean, tg_tensor **invstd);
 /* tg_batch_norm_ex built from primitive ops, step by step as makemore
- * part 4 writes it (bnmeani, bndiff, bndiff2, bnvar, bnvar_inv, bnraw). */
+ * part 4 writes it (bnmeani, bndiff, bndiff2, bnvar, bnvar_inv, bnraw).
+ * New reference; arguments borrowed. */
 tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
                                   tg_tensor *running_mean,
                                   tg_tensor *running_var,
@@ -276,25 +307,26 @@ typedef enum tg_reduction {
 } tg_reduction;
 
 /* (input - target)^2, reduced. input and target have the same shape and
- * the same float dtype (F.mse_loss). 0-d for mean/sum. */
+ * the same float dtype (F.mse_loss). 0-d for mean/sum. New reference;
+ * arguments borrowed. */
 tg_tensor *tg_mse_loss(const tg_tensor *input, const tg_tensor *target,
                        tg_reduction reduction);
 /* The negative log-likelihood of class labels: -logp[i, labels[i]],
  * reduced (F.nll_loss). logp is (N, C) log-probabilities (or (C,) with a
  * 0-d label); labels is int64 (N,) with values in [0, C). The mean of an
- * empty batch is NaN, as PyTorch. */
+ * empty batch is NaN, as PyTorch. New reference; arguments borrowed. */
 tg_tensor *tg_nll_loss(const tg_tensor *logp, const tg_tensor *labels,
                        tg_reduction reduction);
 /* Cross-entropy of logits (N, C) against int64 labels (N,), or of (C,)
  * logits against a 0-d label: nll_loss(log_softmax(logits, class dim),
- * labels), stable for any logit size. */
+ * labels), stable for any logit size. New reference; arguments borrowed. */
 tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *labels,
                             tg_reduction reduction);
 /* Binary cross-entropy of logits against targets in [0, 1] of the same
  * shape and float dtype, computed without overflow as
- * max(x, 0) - x * t + log(1 + exp(-|x|)) (F.binary_cross_entropy_with_
- * logits, no weights). As in PyTorch, targets outside [0, 1] are not
- * checked. */
+ * max(x, 0) - x * t + log(1 + exp(-|x|))
+ * (F.binary_cross_entropy_with_logits, no weights). As in PyTorch, targets
+ * outside [0, 1] are not checked. New reference; arguments borrowed. */
 tg_tensor *tg_binary_cross_entropy_with_logits(const tg_tensor *logits,
                                                const tg_tensor *targets,
                                                tg_reduction reduction);

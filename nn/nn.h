@@ -11,7 +11,8 @@
  * parameters, buffers and children. Tensors it returns are NEW references
  * (tg_module_forward) or BORROWED from the module (tg_module_parameter,
  * tg_module_buffer, the named lists): retain one to keep it longer than the
- * module.
+ * module. Arguments are BORROWED, except where a function says it takes
+ * ownership (tg_module_add_child, tg_sequential_new, ...).
  *
  * Parameters are leaf tensors that require grad; an optimiser updates them
  * in place inside tg_no_grad_begin/end. Buffers are state that is not
@@ -49,43 +50,56 @@ typedef struct tg_module_type {
  * cut. */
 #define TG_NAME_MAX 128
 
-/* A new module in training mode with no tensors. NULL on error. */
+/* A new module of the given type in training mode, with no tensors, or
+ * NULL on error. The caller frees it with tg_module_free() (unless a parent
+ * takes it). type is borrowed and must outlive the module (make it
+ * static). */
 tg_module *tg_module_new(const tg_module_type *type);
-/* Frees m, its children, and its references to its tensors. NULL-safe. */
+/* Takes ownership of m and frees it, its children, and its references to
+ * its tensors. NULL-safe. */
 void tg_module_free(tg_module *m);
-/* The type's data_size bytes, zeroed at first (NULL when 0). */
+/* The type's data_size bytes, zeroed at first (NULL when 0): borrowed,
+ * valid while m lives. m borrowed. */
 void *tg_module_data(tg_module *m);
 const void *tg_module_data_const(const tg_module *m);
+/* The type m was made with (borrowed, as given to tg_module_new). m
+ * borrowed. */
 const tg_module_type *tg_module_get_type(const tg_module *m);
 
-/* Registers t (retained) under name. A parameter is made to require grad;
- * it must be a float leaf. A buffer must not require grad. Names are
- * unique within a module and contain no '.'. Returns 0 or -1. */
+/* Registers t under name; m takes a reference of its own, so the arguments
+ * stay borrowed. A parameter is made to require grad; it must be a float
+ * leaf. A buffer must not require grad. Names are unique within a module
+ * and contain no '.'. Returns 0 or -1. */
 int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t);
 int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t);
-/* Makes child part of m under name (m frees it from now on, also when
- * this fails). A module has one parent: a child that already has one (or
- * m itself, or a module that contains m) is refused and stays with its
- * owner; layers share weights by registering the same parameter tensor
- * instead. Returns 0 or -1. */
+/* Takes ownership of child: it becomes part of m under name, and m frees
+ * it from now on, also when this fails. A module has one parent: a child
+ * that already has one (or m itself, or a module that contains m) is
+ * refused and stays with its owner; layers share weights by registering
+ * the same parameter tensor instead. Returns 0 or -1; m and name are
+ * borrowed. */
 int tg_module_add_child(tg_module *m, const char *name, tg_module *child);
 
-/* The module applied to x, as module(x) in PyTorch. New reference. */
+/* The module applied to x, as module(x) in PyTorch. New reference;
+ * arguments borrowed. */
 tg_tensor *tg_module_forward(tg_module *m, const tg_tensor *x);
 
 /* Training (true) or eval (false) mode, for m and all its children:
- * module.train(mode) / module.eval(). */
+ * module.train(mode) / module.eval(). m borrowed. */
 void tg_module_train(tg_module *m, bool training);
 bool tg_module_is_training(const tg_module *m);
 
 /* A parameter or buffer by its dotted name ("weight", "0.running_var"),
- * borrowed; NULL with an error listing the names there are. */
+ * borrowed: valid while m lives (and until tg_module_to_dtype replaces it);
+ * NULL with an error listing the names there are. Arguments borrowed. */
 tg_tensor *tg_module_parameter(const tg_module *m, const char *name);
 tg_tensor *tg_module_buffer(const tg_module *m, const char *name);
-/* A child by name (borrowed), or NULL with an error. */
+/* A child by name (borrowed, valid while m lives), or NULL with an error.
+ * Arguments borrowed. */
 tg_module *tg_module_child(const tg_module *m, const char *name);
 /* How many direct children m has, and the i-th in registration order
- * (borrowed; NULL with an error when i is out of range). */
+ * (borrowed, valid while m lives; NULL with an error when i is out of
+ * range). m borrowed. */
 int tg_module_num_children(const tg_module *m);
 tg_module *tg_module_child_at(const tg_module *m, int i);
 
@@ -99,26 +113,31 @@ typedef struct tg_named_tensor {
  * PyTorch, and returns how many there are in all (which may exceed max;
  * out may be NULL to count). A tensor registered twice (tied weights) is
  * listed once, under its first name, so an optimiser steps it once. -1 on
- * error. */
+ * error. The tensors written in out are borrowed from m; arguments
+ * borrowed. */
 int tg_module_named_parameters(const tg_module *m, tg_named_tensor *out,
                                int max);
 int tg_module_named_buffers(const tg_module *m, tg_named_tensor *out,
                             int max);
-/* Total number of parameter elements (a tied tensor counted once). */
+/* Total number of parameter elements (a tied tensor counted once). m
+ * borrowed. */
 int64_t tg_module_num_elements(const tg_module *m);
 
-/* tg_zero_grad on every parameter. */
+/* tg_zero_grad on every parameter. m borrowed. */
 void tg_module_zero_grad(tg_module *m);
 /* Converts every float parameter and buffer to dtype (module.double() /
  * .float()); int64 buffers stay. requires_grad is kept, a .grad is
  * converted along, and tied tensors stay tied. Tensors previously borrowed
- * from m are no longer m's. Returns 0, or -1 leaving m unchanged. */
+ * from m are no longer m's. Returns 0, or -1 leaving m unchanged. m
+ * borrowed. */
 int tg_module_to_dtype(tg_module *m, tg_dtype dtype);
 
 /* The module as PyTorch prints it: "BatchNorm1d(3, eps=1e-05, momentum=
  * 0.1, affine=True, track_running_stats=True)", children indented below
- * their parent. Returns a malloc'd string the caller frees, or NULL. */
+ * their parent. Returns a malloc'd string the caller frees, or NULL; m
+ * borrowed. */
 char *tg_module_format(const tg_module *m);
+/* The same, printed; 0 or -1. m borrowed. */
 int tg_module_print(const tg_module *m); // to stdout, with a newline
 
 /* ---------------------------------------------------------- normalisation */
@@ -127,7 +146,8 @@ int tg_module_print(const tg_module *m); // to stdout, with a newline
  * over the trailing dims given by normalized_shape (1..8 dims) with
  * tg_layer_norm. With elementwise_affine, parameters "weight" (ones) and
  * "bias" (zeros) of shape normalized_shape. float32; tg_module_to_dtype
- * converts. Same in train and eval mode. */
+ * converts. Same in train and eval mode. The caller frees the module with
+ * tg_module_free() (unless a parent takes it); normalized_shape borrowed. */
 tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
                              double eps, bool elementwise_affine);
 
@@ -153,7 +173,9 @@ tg_batch_norm_config tg_batch_norm_config_default(void);
 
 /* nn.BatchNorm1d(num_features): input (N, C) or (N, C, L).
  * nn.BatchNorm2d(num_features): input (N, C, H, W).
- * config NULL means the defaults. float32; tg_module_to_dtype converts. */
+ * config NULL means the defaults. float32; tg_module_to_dtype converts.
+ * The caller frees the module with tg_module_free() (unless a parent takes
+ * it); config borrowed. */
 tg_module *tg_batch_norm1d_new(int64_t num_features,
                                const tg_batch_norm_config *config);
 tg_module *tg_batch_norm2d_new(int64_t num_features,
@@ -166,11 +188,14 @@ tg_module *tg_batch_norm2d_new(int64_t num_features,
  * float32, initialised as PyTorch does and from the default generator in
  * PyTorch's order (weight row by row, then bias), each U(-k, k) with
  * k = 1 / sqrt(in_features): after tg_manual_seed(s) the weights equal
- * those of torch.manual_seed(s); nn.Linear(in, out). */
+ * those of torch.manual_seed(s); nn.Linear(in, out). The caller frees the
+ * module with tg_module_free() (unless a parent takes it). */
 tg_module *tg_linear_new(int64_t in_features, int64_t out_features,
                          bool bias);
 
-/* Activations without parameters: nn.ReLU(), nn.Tanh(), nn.GELU(approximate). */
+/* Activations without parameters: nn.ReLU(), nn.Tanh(), nn.GELU(approximate).
+ * The caller frees the module with tg_module_free() (unless a parent takes
+ * it). */
 tg_module *tg_relu_new(void);
 tg_module *tg_tanh_new(void);
 tg_module *tg_gelu_new(tg_gelu_approx approx);
@@ -178,11 +203,13 @@ tg_module *tg_gelu_new(tg_gelu_approx approx);
  * p (drawn from the default generator) and the others are scaled by
  * 1 / (1 - p), so the expected value is unchanged; in eval mode the input
  * passes through. p in [0, 1]. The masks are not PyTorch's for the same
- * seed (PyTorch draws them with bernoulli_). */
+ * seed (PyTorch draws them with bernoulli_). The caller frees the module
+ * with tg_module_free() (unless a parent takes it). */
 tg_module *tg_dropout_new(double p);
 
 /* nn.Sequential: applies its children in order; they are named "0", "1",
- * ... Takes every module in mods (n of them), also when it fails: a NULL
+ * ... Takes ownership of every module in mods (n of them; the array itself
+ * is the caller's), also when it fails: a NULL
  * among them (a constructor that failed) frees the others and returns
  * NULL, so a whole model can be built in one expression:
  *   tg_module *mlp = TG_SEQUENTIAL(tg_linear_new(2, 64, true), tg_relu_new(),
@@ -190,14 +217,16 @@ tg_module *tg_dropout_new(double p);
  * C leaves the order in which an initialiser's elements are evaluated
  * unspecified (GCC and Clang go left to right), so for weights equal to
  * PyTorch's after the same seed, make the layers in separate statements,
- * or use tg_sequential_append or tg_mlp_new. */
+ * or use tg_sequential_append or tg_mlp_new. The caller frees the new
+ * module with tg_module_free() (unless a parent takes it). */
 tg_module *tg_sequential_new(tg_module *const *mods, int n);
 #define TG_SEQUENTIAL(...) \
     tg_sequential_new((tg_module *const[]){__VA_ARGS__}, \
                       (int)(sizeof((tg_module *const[]){__VA_ARGS__}) / \
                             sizeof(tg_module *)))
-/* Appends child as the next layer of seq (taking it, also on failure,
- * unless it belongs to another module, where it stays). Returns 0 or -1. */
+/* Appends child as the next layer of seq. Takes ownership of child, also
+ * on failure, unless it belongs to another module, where it stays. Returns
+ * 0 or -1; seq borrowed. */
 int tg_sequential_append(tg_module *seq, tg_module *child);
 
 /* The normalisation and activation an MLP block uses. */
@@ -215,7 +244,8 @@ typedef enum tg_activation {
  * nhidden widths, Linear -> norm (if any) -> activation; then a Linear
  * to out_features. A Sequential whose children are those layers in that
  * order ("0", "1", ...), drawn from the default generator layer by layer
- * as PyTorch would. NULL on error. */
+ * as PyTorch would. NULL on error. The caller frees the module with
+ * tg_module_free() (unless a parent takes it); hidden borrowed. */
 tg_module *tg_mlp_new(int64_t in_features, const int64_t *hidden, int nhidden,
                       int64_t out_features, tg_norm_kind norm,
                       tg_activation activation);
@@ -256,27 +286,32 @@ tg_adam_config tg_adamw_config_default(double lr);
 
 /* A new optimiser for every parameter of m (m may be NULL: add tensors
  * with tg_optimizer_add_parameter). It keeps the tensors m has now: make
- * it after tg_module_to_dtype, which replaces them. config NULL means the defaults with
- * lr 1e-3. NULL on error (bad hyper-parameters are named). */
+ * it after tg_module_to_dtype, which replaces them. config NULL means the
+ * defaults with lr 1e-3. NULL on error (bad hyper-parameters are named).
+ * The caller frees it with tg_optimizer_free(). It takes references of its
+ * own to the parameters, so m and config are borrowed. */
 tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config);
 tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config);
 tg_optimizer *tg_adamw_new(const tg_module *m, const tg_adam_config *config);
-/* Adds a float leaf tensor that requires grad (retained). A tensor
- * already there is not added twice. Returns 0 or -1. */
+/* Adds p, a float leaf tensor that requires grad; opt takes a reference of
+ * its own, so the arguments stay borrowed. A tensor already there is not
+ * added twice. Returns 0 or -1. */
 int tg_optimizer_add_parameter(tg_optimizer *opt, tg_tensor *p);
 /* One update of every parameter with a .grad. Returns 0, or -1 with an
- * error (then no parameter has changed). */
+ * error (then no parameter has changed). opt borrowed. */
 int tg_optimizer_step(tg_optimizer *opt);
-/* tg_zero_grad on every parameter (optimizer.zero_grad(set_to_none=False)). */
+/* tg_zero_grad on every parameter (optimizer.zero_grad(set_to_none=False)).
+ * opt borrowed. */
 void tg_optimizer_zero_grad(tg_optimizer *opt);
 /* The learning rate used by the next step (NaN for a NULL opt), and
  * changing it, which is what a schedule does between steps (0, or -1 for
- * a negative or NaN rate, leaving it unchanged). */
+ * a negative or NaN rate, leaving it unchanged). opt borrowed. */
 double tg_optimizer_lr(const tg_optimizer *opt);
 int tg_optimizer_set_lr(tg_optimizer *opt, double lr);
-/* How many steps have been taken (-1 for a NULL opt). */
+/* How many steps have been taken (-1 for a NULL opt). opt borrowed. */
 int64_t tg_optimizer_steps(const tg_optimizer *opt);
-/* Frees the optimiser and its state; the parameters stay. NULL-safe. */
+/* Takes ownership of opt and frees it and its state; the parameters stay
+ * (with their other references). NULL-safe. */
 void tg_optimizer_free(tg_optimizer *opt);
 
 /* Learning-rate schedules as closed forms of the epoch (or step) t:
@@ -292,12 +327,13 @@ double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
  * ("0.weight.npy", "1.running_mean.npy"), creating dir if needed; the
  * files open in NumPy with np.load. A tied tensor is saved once, under
  * its first name (PyTorch's state_dict keeps every name). Returns 0 or
- * -1. */
+ * -1; arguments borrowed. */
 int tg_module_save(const tg_module *m, const char *dir);
 /* Loads what tg_module_save wrote into m's own tensors (in place, so
  * optimisers keep working). Every file must exist with exactly the
  * tensor's shape and dtype; otherwise nothing is changed and the error
- * names the tensor, both shapes and the file. Returns 0 or -1. */
+ * names the tensor, both shapes and the file. Returns 0 or -1; arguments
+ * borrowed. */
 int tg_module_load(tg_module *m, const char *dir);
 
 /* ------------------------------------------------------------------- data */
@@ -308,6 +344,8 @@ typedef struct tg_dataset {
     tg_tensor *x; // (N, D) float32
     tg_tensor *y; // (N,) int64
 } tg_dataset;
+/* Takes ownership of d's tensors and releases them; the struct itself is
+ * the caller's (often on the stack). NULL-safe. */
 void tg_dataset_free(tg_dataset *d); // releases x and y, sets them NULL
 
 /* Seeded 2-D toy problems (g NULL: the default generator), n_per_class
@@ -317,7 +355,8 @@ void tg_dataset_free(tg_dataset *d); // releases x and y, sets them NULL
  * - moons: scikit-learn's two interleaving half circles, with N(0, noise^2);
  * - blobs: classes Gaussian clusters of std spread around centres spaced
  *   evenly on the circle of radius 2.
- * Return 0 or -1. */
+ * out receives new references (release them with tg_dataset_free); g
+ * borrowed. Return 0 or -1. */
 int tg_make_spirals(int64_t n_per_class, int classes, double noise,
                     tg_generator *g, tg_dataset *out);
 int tg_make_moons(int64_t n_per_class, double noise, tg_generator *g,
@@ -325,26 +364,31 @@ int tg_make_moons(int64_t n_per_class, double noise, tg_generator *g,
 int tg_make_blobs(int64_t n_per_class, int classes, double spread,
                   tg_generator *g, tg_dataset *out);
 /* Shuffles d (g NULL: default generator) and splits it: the last
- * round(val_fraction * N) rows go to val, the rest to train. New
- * tensors; d is unchanged. Returns 0 or -1. */
+ * round(val_fraction * N) rows go to val, the rest to train. train and val
+ * receive new references; d is unchanged. Returns 0 or -1; d and g are
+ * borrowed. */
 int tg_dataset_split(const tg_dataset *d, double val_fraction,
                      tg_generator *g, tg_dataset *train, tg_dataset *val);
 
 /* Mini-batches over a dataset, as a DataLoader: each epoch visits every
  * row once, in a fresh random order when shuffle is set. */
 typedef struct tg_batches tg_batches;
-/* d is borrowed (its tensors are retained). g NULL: default generator. */
+/* A new iterator, which the caller frees with tg_batches_free(). d and g
+ * are borrowed: the iterator keeps references of its own to d's tensors,
+ * and g (NULL: the default generator) must outlive it. */
 tg_batches *tg_batches_new(const tg_dataset *d, int64_t batch_size,
                            bool shuffle, bool drop_last, tg_generator *g);
-/* The next batch of the epoch as new tensors *x (B, D) and *y (B,), and
- * true; false (and NULLs) once the epoch is over, and the next call
- * starts a new epoch. */
+/* The next batch of the epoch: *x (B, D) and *y (B,) receive new
+ * references, and it returns true; false (and NULLs) once the epoch is
+ * over, and the next call starts a new epoch. it is borrowed. */
 bool tg_batches_next(tg_batches *it, tg_tensor **x, tg_tensor **y);
+/* How many batches one epoch has (it is borrowed). */
 int64_t tg_batches_per_epoch(const tg_batches *it);
+/* Takes ownership of the iterator it and frees it. NULL-safe. */
 void tg_batches_free(tg_batches *it);
 
 /* The share of rows of logits (N, C) whose argmax equals the int64 label,
- * in [0, 1]; NaN with an error on bad input. */
+ * in [0, 1]; NaN with an error on bad input. Arguments borrowed. */
 double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels);
 
 #ifdef __cplusplus

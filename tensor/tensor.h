@@ -8,8 +8,9 @@
  * the kernels of tensor/ and record themselves on the tape.
  *
  * Ownership (as in CPython): every function that returns a tg_tensor * returns
- * a NEW reference that the caller releases with tg_release(); tensor
- * arguments are BORROWED. Keep a borrowed tensor with tg_retain().
+ * a NEW reference that the caller releases with tg_release(); arguments are
+ * BORROWED. Keep a borrowed tensor with tg_retain(). Each prototype's comment
+ * says which applies (docs/api.md lists them all).
  *
  * Errors: a failing function returns NULL (or -1), records a message for
  * tg_last_error() and calls the installed error handler. A NULL tensor
@@ -76,12 +77,14 @@ typedef struct tg_tensor {
 
 /* ------------------------------------------------------------------ errors */
 
-/* Receives each error message (several lines, no trailing newline). */
+/* Receives each error message (several lines, no trailing newline),
+ * borrowed for the call: copy it to keep it. */
 typedef void (*tg_error_handler)(const char *message);
 
 /* Installs h (NULL restores the default) and returns the previous handler.
  * The handler is per thread. */
 tg_error_handler tg_set_error_handler(tg_error_handler h);
+/* The handlers tapegrad provides; message is borrowed. */
 void tg_error_handler_print(const char *message); // default: prints to stderr
 void tg_error_handler_abort(const char *message); // prints, then abort()
 void tg_error_handler_quiet(const char *message); // does nothing (tests)
@@ -90,47 +93,65 @@ void tg_error_handler_quiet(const char *message); // does nothing (tests)
  * thread's last error and calls the handler. Messages say what failed with
  * the values, then "\n  rule: ...", then "\n  hint: ..." where a fix can be
  * suggested. For user code that fails like a tapegrad function (a custom
- * function's backward, say). */
+ * function's backward, say). Arguments borrowed. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
 void tg_error(const char *fn, const char *fmt, ...);
 
-/* The last error message of this thread ("" when none). Borrowed. */
+/* The last error message of this thread ("" when none), borrowed: the
+ * thread's own buffer, valid while the thread lives, which the next error
+ * overwrites. */
 const char *tg_last_error(void);
+/* Empties this thread's last error. */
 void tg_clear_error(void);
 
 /* ----------------------------------------------------------------- dtypes */
 
+/* A dtype's name (a static string, borrowed), its element size in bytes,
+ * and whether it is float32 or float64. */
 const char *tg_dtype_name(tg_dtype dtype); // "float32", "float64", "int64"
 size_t tg_dtype_size(tg_dtype dtype);
 bool tg_dtype_is_float(tg_dtype dtype);
 
 /* ----------------------------------------------------- lifetime, counters */
 
+/* Another reference to t: returns t itself as a new reference (its count
+ * goes up by one); t is borrowed. */
 tg_tensor *tg_retain(tg_tensor *t); // returns t; NULL-safe
+/* Takes ownership of the caller's reference to t and gives it up; a tensor
+ * and its storage are freed with their last reference. */
 void tg_release(tg_tensor *t);      // NULL is a no-op
+/* Tensors and storages alive in the process: 0 once a program has released
+ * everything it made. */
 int64_t tg_live_tensors(void);      // tensors alive in the process
 int64_t tg_live_storages(void);
 
 /* ---------------------------------------------------------------- create */
 
-/* All return new references. shape may be NULL when ndim == 0 (a scalar). */
+/* All return new references; arguments borrowed. shape may be NULL when
+ * ndim == 0 (a scalar). */
 tg_tensor *tg_empty(const int64_t *shape, int ndim, tg_dtype dtype);
 tg_tensor *tg_zeros(const int64_t *shape, int ndim, tg_dtype dtype);
 tg_tensor *tg_ones(const int64_t *shape, int ndim, tg_dtype dtype);
 tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
                    tg_dtype dtype);
-/* Copies numel elements of the given dtype from data (C order). */
+/* Copies numel elements of the given dtype from data (C order). New
+ * reference; arguments borrowed. */
 tg_tensor *tg_from_array(const void *data, const int64_t *shape, int ndim,
                          tg_dtype dtype);
+/* A 0-d tensor holding value. New reference. */
 tg_tensor *tg_scalar(double value, tg_dtype dtype); // a 0-d tensor
-/* [start, end) in steps of step, as torch.arange. */
+/* [start, end) in steps of step, as torch.arange. New reference. */
 tg_tensor *tg_arange(double start, double end, double step, tg_dtype dtype);
-/* steps points from start to end inclusive, as torch.linspace. */
+/* steps points from start to end inclusive, as torch.linspace. New
+ * reference. */
 tg_tensor *tg_linspace(double start, double end, int64_t steps,
                        tg_dtype dtype);
+/* Ones on the diagonal and zeros elsewhere, as torch.eye. New reference. */
 tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype); // (n, m)
+/* A tensor of x's shape and dtype: uninitialised, zeros, ones, or value.
+ * New references; x borrowed. */
 tg_tensor *tg_empty_like(const tg_tensor *x);
 tg_tensor *tg_zeros_like(const tg_tensor *x);
 tg_tensor *tg_ones_like(const tg_tensor *x);
@@ -138,37 +159,51 @@ tg_tensor *tg_full_like(const tg_tensor *x, double value);
 
 /* --------------------------------------------------------------- inspect */
 
+/* Whether x's elements lie in C order without gaps, and the size of one
+ * dim. x borrowed. */
 bool tg_is_contiguous(const tg_tensor *x);
 int64_t tg_size(const tg_tensor *x, int dim); // negative dims count from the end; -1 on error
-/* Formats the shape as "(2, 3)" ("()" for a scalar) into buf; returns buf. */
+/* Formats x's shape as "(2, 3)" ("()" for a scalar) into the caller's buf
+ * and returns buf (so the result is borrowed from the caller). Arguments
+ * borrowed. */
 #define TG_SHAPE_STR_MAX 192
 char *tg_shape_str(const tg_tensor *x, char buf[TG_SHAPE_STR_MAX]);
+/* Whether a and b have the same shape. Arguments borrowed. */
 bool tg_same_shape(const tg_tensor *a, const tg_tensor *b);
 
-/* The value of a one-element tensor, as double. NAN (and an error) otherwise. */
+/* The value of a one-element tensor, as double. NAN (and an error) otherwise.
+ * x borrowed. */
 double tg_item(const tg_tensor *x);
-/* One element by full index (negative indices count from the end). */
+/* One element by full index (negative indices count from the end): tg_get
+ * stores it in *out, tg_set writes value (an in-place write: the version
+ * counter goes up). Return 0 or -1; arguments borrowed. */
 int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out);
 int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value);
 /* Pointer to element 0 (offset applied); NULL with an error if the dtype is
- * not the one asked for. Respect x->strides when reading. */
+ * not the one asked for. Respect x->strides when reading. Borrowed: it
+ * points into x's storage, valid while x lives; x borrowed. */
 float *tg_data_f32(const tg_tensor *x);
 double *tg_data_f64(const tg_tensor *x);
 int64_t *tg_data_i64(const tg_tensor *x);
-/* Copies all elements in C order, converted to double / int64, into out[numel]. */
+/* Copies all elements in C order, converted to double, into the caller's
+ * out[numel]. Returns 0 or -1; arguments borrowed. */
 int tg_to_f64_array(const tg_tensor *x, double *out);
 
-/* In place: x[...] = value. Bumps the version counter. Returns 0 or -1. */
+/* In place: x[...] = value. Bumps the version counter. Returns 0 or -1;
+ * x borrowed. */
 int tg_fill_(tg_tensor *x, double value);
 /* In place: dst[...] = src, src broadcast to dst's shape and converted to its
- * dtype. Returns 0 or -1. */
+ * dtype. Returns 0 or -1; arguments borrowed. */
 int tg_copy_(tg_tensor *dst, const tg_tensor *src);
 
 /* ---------------------------------------------------------------- random */
 
 /* A generator bit-compatible with PyTorch's CPU generator (mt19937). */
 typedef struct tg_generator tg_generator;
+/* A new generator seeded with seed, which the caller frees with
+ * tg_generator_free(). */
 tg_generator *tg_generator_new(uint64_t seed);
+/* Takes ownership of g and frees it. */
 void tg_generator_free(tg_generator *g);
 /* The default generator (used whenever g is NULL) is one static object per
  * process, seeded with PyTorch's default seed, with no lock: it is not
@@ -176,11 +211,12 @@ void tg_generator_free(tg_generator *g);
  * own generator from tg_generator_new(). tg_generator_free(NULL) and
  * tg_generator_seed(NULL, s) do nothing. */
 tg_generator *tg_default_generator(void); // borrowed
-/* torch.manual_seed(seed) on the default generator. */
+/* torch.manual_seed(seed) on the default generator; tg_generator_seed does
+ * the same on g (g borrowed). */
 void tg_manual_seed(uint64_t seed);
 void tg_generator_seed(tg_generator *g, uint64_t seed);
 /* U[0, 1), N(0, 1), integers in [low, high): as torch.rand/randn/randint.
- * g NULL means the default generator. */
+ * g NULL means the default generator. New references; arguments borrowed. */
 tg_tensor *tg_rand(const int64_t *shape, int ndim, tg_dtype dtype);
 tg_tensor *tg_randn(const int64_t *shape, int ndim, tg_dtype dtype);
 tg_tensor *tg_randint(int64_t low, int64_t high, const int64_t *shape,
@@ -191,7 +227,8 @@ tg_tensor *tg_randn_gen(tg_generator *g, const int64_t *shape, int ndim,
                         tg_dtype dtype);
 tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
                           const int64_t *shape, int ndim);
-/* In place, as Tensor.uniform_(from, to) / normal_(mean, std). 0 or -1. */
+/* In place, as Tensor.uniform_(from, to) / normal_(mean, std). 0 or -1;
+ * arguments borrowed. */
 int tg_uniform_(tg_tensor *x, double from, double to, tg_generator *g);
 int tg_normal_(tg_tensor *x, double mean, double std, tg_generator *g);
 
@@ -210,18 +247,22 @@ typedef struct tg_print_options {
 tg_print_options tg_get_print_options(void);
 void tg_set_print_options(tg_print_options options);
 /* Formats x exactly as PyTorch's repr: "tensor([[0.2961, 0.5166]])".
- * Returns a malloc'd string the caller frees, or NULL. */
+ * Returns a malloc'd string the caller frees, or NULL; x borrowed. */
 char *tg_format(const tg_tensor *x);
+/* Prints tg_format(x) and a newline; 0 or -1. Arguments borrowed. */
 int tg_fprint(FILE *f, const tg_tensor *x); // writes tg_format(x) and "\n"
 int tg_print(const tg_tensor *x);           // to stdout
 
 /* ------------------------------------------------------------------ .npy */
 
-/* Writes x (any layout) as a C-order little-endian .npy (version 1.0). */
+/* Writes x (any layout) as a C-order little-endian .npy (version 1.0).
+ * Returns 0 or -1; arguments borrowed. */
 int tg_save_npy(const char *path, const tg_tensor *x);
-/* Reads float32/float64/int64 little-endian C-order .npy, versions 1-3. */
+/* Reads float32/float64/int64 little-endian C-order .npy, versions 1-3.
+ * New reference; path borrowed. */
 tg_tensor *tg_load_npy(const char *path);
-/* The same from memory (used by the loaders and the fuzzers). */
+/* The same from memory (used by the loaders and the fuzzers); name is shown
+ * in error messages. New reference; arguments borrowed. */
 tg_tensor *tg_npy_parse(const void *bytes, size_t nbytes, const char *name);
 
 #ifdef __cplusplus

@@ -1,18 +1,20 @@
 /*
  * autograd/ops/activation.c - the activation functions: tanh, sigmoid,
- * relu and gelu (exact and tanh-approximated), forward and backward.
+ * relu, gelu (exact and tanh-approximated) and silu, forward and backward.
  *
  * Each forward is one loop per compute dtype run through tg_unary_apply.
  * tanh, sigmoid and relu differentiate through their output (saved), gelu
- * through its input with a loop of its own. Not here: softmax and
- * log_softmax (softmax.c, they reduce over a dim) and the plain maths
+ * and silu through their input with a loop of their own. Not here: softmax
+ * and log_softmax (softmax.c, they reduce over a dim) and the plain maths
  * functions (unary.c).
  *
  * Dtypes: relu keeps int64; tanh, sigmoid and gelu turn int64 into float32
- * first, as torch.tanh does (PyTorch has no int64 gelu at all).
+ * first, as torch.tanh does (PyTorch has no int64 gelu at all); silu
+ * refuses int64, as torch.nn.functional.silu does.
  *
  * The formulas are arranged so that no input, however large, gives NaN
- * where the true value is finite: see sigmoid and the gelu tails below.
+ * where the true value is finite: see sigmoid, the gelu tails and silu
+ * below. docs/adding-an-op.md walks through silu as the model of an op.
  */
 #include "../internal.h"
 
@@ -81,6 +83,23 @@ static double sigmoid_d(double x)
         return 1.0 / (1.0 + exp(-x));
     double e = exp(x);
     return e / (1.0 + e);
+}
+
+/* s = sigmoid(x) and s1 = 1 - s, for the slopes of gelu's tanh form and of
+ * silu. 1 - s computed as a difference would lose every digit once s is
+ * near 1 (x > 37 in float64); each is a quotient of positive numbers here,
+ * with the e^-|x| <= 1 of sigmoid_d. */
+static void sigmoid_split(double x, double *s, double *s1)
+{
+    if (x >= 0) {
+        double e = exp(-x);
+        *s = 1.0 / (1.0 + e);
+        *s1 = e / (1.0 + e);
+    } else {
+        double e = exp(x);
+        *s = e / (1.0 + e);
+        *s1 = 1.0 / (1.0 + e);
+    }
 }
 
 TG_UNARY_LOOP(sigmoid_f32, float, float, sigmoid_f(a))
@@ -196,16 +215,8 @@ static double gelu_exact_slope(double x)
 static double gelu_tanh_slope(double x)
 {
     double u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
-    double s, s1; // s = 1 / (1 + e^(-2u)) and s1 = 1 - s
-    if (u >= 0) {
-        double e = exp(-2.0 * u);
-        s = 1.0 / (1.0 + e);
-        s1 = e / (1.0 + e);
-    } else {
-        double e = exp(2.0 * u);
-        s = e / (1.0 + e);
-        s1 = 1.0 / (1.0 + e);
-    }
+    double s, s1; // s = 1 / (1 + e^(-2u)) = sigmoid(2u) and s1 = 1 - s
+    sigmoid_split(2.0 * u, &s, &s1);
     double du = SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * x * x);
     return s + 2.0 * x * s * s1 * du;
 }
@@ -258,5 +269,85 @@ tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approx approx)
         tg_node_save(node, x);
         ((gelu_ctx *)tg_node_ctx(node))->approx = approx;
     }
+    return out;
+}
+
+/* --------------------------------------------------------------- silu */
+/* out = x * sigmoid(x) (SiLU, also called swish), as
+ * torch.nn.functional.silu, with sigmoid_d above: it overflows nowhere.
+ * One input needs care: at x = -inf the product is -inf * 0 = NaN, while
+ * x * sigmoid(x) -> 0 (from below) as x -> -inf; the limit, -0, is
+ * returned (PyTorch gives NaN there).
+ * float32 inputs are evaluated in double and rounded once, as in gelu:
+ * silu(-100) = -3.7e-42 is a float32 subnormal, and float32 arithmetic
+ * (where e^-100 is itself a subnormal with about 5 significant bits)
+ * would get it wrong by several percent, or flush it to -0 as PyTorch's
+ * float32 silu does. */
+static double silu_value(double x)
+{
+    if (isinf(x) && x < 0)
+        return -0.0;
+    return x * sigmoid_d(x);
+}
+
+TG_UNARY_LOOP(silu_f32, float, float, silu_value((double)a))
+TG_UNARY_LOOP(silu_f64, double, double, silu_value(a))
+static const tg_elementwise_kernel silu_kernel = {silu_f32, silu_f64, NULL,
+                                                  false};
+
+/* forward: out = x * s with s = sigmoid(x). By the product rule, with
+ * s' = s (1 - s):
+ *   dx = g * (s + x s (1 - s)) = g * s * (1 + x (1 - s)),
+ * PyTorch's SiluBackward0 formula. s and 1 - s come from sigmoid_split
+ * (no subtraction), and at x = +-inf, where the formula meets inf * 0,
+ * the limits are returned: the slope tends to 1 at +inf and to 0 (from
+ * below, -0) at -inf. float32 inputs are evaluated in double and rounded
+ * once.
+ * saved: x. s is recomputed from it (one exp per element) rather than
+ * saved too, which would keep a second tensor of x's size alive until
+ * backward. */
+static double silu_slope(double x)
+{
+    if (isinf(x))
+        return x > 0 ? 1.0 : -0.0;
+    double s, s1; // sigmoid(x) and 1 - sigmoid(x)
+    sigmoid_split(x, &s, &s1);
+    return s * (1.0 + x * s1);
+}
+
+TG_UNARY_LOOP(silu_slope_f32, float, float, silu_slope((double)a))
+TG_UNARY_LOOP(silu_slope_f64, double, double, silu_slope(a))
+static const tg_elementwise_kernel silu_slope_kernel = {
+    silu_slope_f32, silu_slope_f64, NULL, false};
+
+static int silu_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
+{
+    tg_tensor *slope =
+        tg_unary_apply("tg_silu", &silu_slope_kernel, tg_node_saved(node, 0),
+                       NULL);
+    grads[0] = tg_mul(g, slope);
+    tg_release(slope);
+    return grads[0] ? 0 : -1;
+}
+static const tg_op silu_op = {"SiluBackward0", silu_backward, 0};
+
+tg_tensor *tg_silu(const tg_tensor *x)
+{
+    if (!x)
+        return NULL;
+    if (!tg_dtype_is_float(x->dtype)) {
+        tg_error("tg_silu",
+                 "cannot take silu of an %s tensor\n"
+                 "  rule: x must be float32 or float64 (PyTorch has no "
+                 "integer silu either)\n"
+                 "  hint: convert first: tg_silu(tg_to_dtype(x, "
+                 "TG_FLOAT32))",
+                 tg_dtype_name(x->dtype));
+        return NULL;
+    }
+    tg_tensor *out = tg_unary_apply("tg_silu", &silu_kernel, x, NULL);
+    tg_node *node = tg_record(&silu_op, &out, TG_INPUTS(x));
+    if (node)
+        tg_node_save(node, x);
     return out;
 }

@@ -95,6 +95,22 @@ UNARY_F64 = {  # each takes and returns float64
     "gelu_tanh": np.vectorize(gelu_tanh, otypes=[np.float64]),
 }
 
+
+def silu(x):
+    # x sigmoid(x) = x / (1 + e^-x) (the C code multiplies x by sigmoid's
+    # stable form instead). At x = -inf this is -inf / inf = NaN; the limit
+    # is -0, which the C code returns (PyTorch gives NaN).
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = x / (1.0 + np.exp(-x))
+    return np.where(x == -np.inf, -0.0, out)
+
+
+# Float-only ops: float32 and float64 references, no int64 one (tg_silu
+# refuses int64, as torch.nn.functional.silu does).
+UNARY_FLOAT_ONLY = {
+    "silu": silu,
+}
+
 UNARY_EXACT = {  # the same in any dtype, no rounding at all
     "neg": np.negative,
     "abs": np.abs,
@@ -190,6 +206,9 @@ def unary(save, rng):
             # int64 inputs are converted to float32 first (as PyTorch)
             as_f32 = ints.astype(np.float32).astype(np.float64)
             save(f"elementwise_{name}_i64", f(as_f32).astype(np.float32))
+        for name, f in UNARY_FLOAT_ONLY.items():
+            save(f"elementwise_{name}_f32", f(x32.astype(np.float64)).astype(np.float32))
+            save(f"elementwise_{name}_f64", f(x64))
         # min(max(x, lo), hi) with NaN kept (np.maximum propagates NaN)
         for dt, x in (("f32", x32), ("f64", x64)):
             save(f"elementwise_clamp_{dt}",

@@ -63,6 +63,14 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def silu_slope(x):
+    # d/dx x / (1 + e^-x) by the quotient rule, (1 + e^-x (1 + x)) /
+    # (1 + e^-x)^2: the same slope as the C code's s (1 + x (1 - s)),
+    # arranged differently
+    e = np.exp(-x)
+    return (1.0 + e * (1.0 + x)) / (1.0 + e) ** 2
+
+
 # name -> (input, d out / d x as a function of x). "x" inputs are +-[0.1, 3),
 # "xpos" inputs [0.25, 4) (log, sqrt and fractional powers need x > 0).
 UNARY = {
@@ -77,6 +85,7 @@ UNARY = {
     "relu": ("x", lambda x: (x > 0).astype(np.float64)),
     "gelu": ("x", gelu_slope),
     "gelu_tanh": ("x", gelu_tanh_slope),
+    "silu": ("x", silu_slope),
     "clamp": ("x", lambda x: ((x >= CLAMP_LO) & (x <= CLAMP_HI)).astype(np.float64)),
     "sub_scalar": ("x", lambda x: np.ones_like(x)),      # x - 1.5
     "rsub_scalar": ("x", lambda x: -np.ones_like(x)),    # 1.5 - x

@@ -46,6 +46,7 @@ CASE_FN(f_sigmoid, tg_sigmoid(x[0]))
 CASE_FN(f_relu, tg_relu(x[0]))
 CASE_FN(f_gelu, tg_gelu(x[0], TG_GELU_EXACT))
 CASE_FN(f_gelu_tanh, tg_gelu(x[0], TG_GELU_TANH))
+CASE_FN(f_silu, tg_silu(x[0]))
 CASE_FN(f_clamp, tg_clamp(x[0], -0.55, 0.45))
 CASE_FN(f_clamp_lo, tg_clamp(x[0], -0.3, INFINITY))
 CASE_FN(f_clamp_hi, tg_clamp(x[0], -INFINITY, 0.2))
@@ -182,6 +183,9 @@ const tg_grad_case tg_grad_cases_elementwise[] = {
     {"gelu (3,4)T", f_gelu, 1, {{2, {3, 4}, TG_TRANSPOSED}}},
     {"gelu tanh (2,3)", f_gelu_tanh, 1, {{2, {2, 3}, .lo = -4.0, .hi = 4.0}}},
     {"gelu tanh (3,4) strided", f_gelu_tanh, 1, {{2, {3, 4}, TG_STRIDED}}},
+    {"silu (2,3)", f_silu, 1, {{2, {2, 3}, .lo = -6.0, .hi = 6.0}}},
+    {"silu (3,4)T", f_silu, 1, {{2, {3, 4}, TG_TRANSPOSED}}},
+    {"silu (3,4) strided", f_silu, 1, {{2, {3, 4}, TG_STRIDED}}},
 
     /* where, clamp */
     {"where (2,3): cond, a, b same shape", f_where, 3,

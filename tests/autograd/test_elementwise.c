@@ -294,6 +294,9 @@ static const struct {
     {"sigmoid", tg_sigmoid, false}, {"gelu", gelu_exact, false},
     {"gelu_tanh", gelu_tanh, false},
 };
+/* tg_silu is not in UNARY, whose every op also runs on int64: it refuses
+ * int64 (as torch.nn.functional.silu does), so each test over UNARY names
+ * it on its own for float32 and float64. */
 
 /* op(elementwise_unary_x_<dt>) against elementwise_<name>_<dt>; the
  * tolerance follows the reference's dtype (float32 for int64 inputs of the
@@ -338,6 +341,8 @@ TG_TEST(elementwise, unary_and_activations_match_numpy)
     }
     assert_unary(clamp_m1_2, "clamp", "f32", true);
     assert_unary(clamp_m1_2, "clamp", "f64", true);
+    assert_unary(tg_silu, "silu", "f32", false);
+    assert_unary(tg_silu, "silu", "f64", false);
 }
 
 TG_TEST(elementwise, unary_check_rejects_a_wrong_op)
@@ -352,6 +357,10 @@ TG_TEST(elementwise, unary_check_rejects_a_wrong_op)
     cr_assert_not(check_unary(gelu_exact, "gelu_tanh", "f64", false, report,
                               sizeof report));
     cr_assert(strstr(report, "gelu_tanh (f64)") != NULL, "%s", report);
+    /* gelu for silu: x Phi(x) and x sigmoid(x) differ by up to 0.1. */
+    cr_assert_not(check_unary(gelu_exact, "silu", "f32", false, report,
+                              sizeof report));
+    cr_assert(strstr(report, "silu (f32)") != NULL, "%s", report);
 }
 
 /* Which dtypes the unary ops produce, as PyTorch. */
@@ -377,6 +386,26 @@ TG_TEST(elementwise, unary_dtypes)
         tg_release(out);
         tg_release(d);
     }
+    tg_release(i);
+}
+
+/* silu keeps float32 and float64 and refuses int64, as PyTorch ("silu_cpu"
+ * not implemented for 'Long'). */
+TG_TEST(elementwise, silu_dtypes_and_int64_error)
+{
+    tg_tensor *f = VEC_F32(1, -2), *d = VEC_F64(1, -2), *i = VEC_I64(1, -2);
+    tg_tensor *out = tg_silu(f);
+    cr_assert(out && out->dtype == TG_FLOAT32, "%s", tg_last_error());
+    tg_release(out);
+    out = tg_silu(d);
+    cr_assert(out && out->dtype == TG_FLOAT64, "%s", tg_last_error());
+    tg_release(out);
+    cr_assert_null(tg_silu(i));
+    tg_assert_error("tg_silu: cannot take silu of an int64 tensor",
+                    "\n  rule: x must be float32 or float64",
+                    "\n  hint: convert first: tg_silu(tg_to_dtype(x, ");
+    tg_release(f);
+    tg_release(d);
     tg_release(i);
 }
 
@@ -563,29 +592,36 @@ TG_TEST(elementwise, transposed_inputs_match_the_transposed_reference)
     }
 }
 
+/* op(xs), xs = x[1::3] (n elements), against elementwise_<name>_f32[1::3]. */
+static void expect_stepped(unary_fn op, const char *name, bool exact,
+                           const tg_tensor *xs, int64_t n)
+{
+    char file[128];
+    snprintf(file, sizeof file, "elementwise_%s_f32", name);
+    tg_tensor *e = tg_test_load_ref(file);
+    tg_tensor *es = strided(e, &n, 1, (int64_t[]){3}, 1);
+    tg_tensor *esc = tg_contiguous_as(es, es->dtype);
+    tg_tensor *out = op(xs);
+    tolerance tol = exact ? EXACT : F32;
+    char report[1024];
+    cr_assert(tg_test_close(out, esc, tol.rtol, tol.atol, true, report,
+                            sizeof report),
+              "%s: %s", name, report);
+    tg_release(out);
+    tg_release(esc);
+    tg_release(es);
+    tg_release(e);
+}
+
 /* Every third element of the unary input: exp(x[1::3]) = exp(x)[1::3]. */
 TG_TEST(elementwise, stepped_unary_inputs_match_the_stepped_reference)
 {
     tg_tensor *x = tg_test_load_ref("elementwise_unary_x_f32");
     int64_t n = (x->numel - 1 + 2) / 3;
     tg_tensor *xs = strided(x, &n, 1, (int64_t[]){3}, 1);
-    for (size_t i = 0; i < COUNT(UNARY); i++) {
-        char file[128];
-        snprintf(file, sizeof file, "elementwise_%s_f32", UNARY[i].name);
-        tg_tensor *e = tg_test_load_ref(file);
-        tg_tensor *es = strided(e, &n, 1, (int64_t[]){3}, 1);
-        tg_tensor *esc = tg_contiguous_as(es, es->dtype);
-        tg_tensor *out = UNARY[i].fn(xs);
-        tolerance tol = UNARY[i].exact ? EXACT : F32;
-        char report[1024];
-        cr_assert(tg_test_close(out, esc, tol.rtol, tol.atol, true, report,
-                                sizeof report),
-                  "%s: %s", UNARY[i].name, report);
-        tg_release(out);
-        tg_release(esc);
-        tg_release(es);
-        tg_release(e);
-    }
+    for (size_t i = 0; i < COUNT(UNARY); i++)
+        expect_stepped(UNARY[i].fn, UNARY[i].name, UNARY[i].exact, xs, n);
+    expect_stepped(tg_silu, "silu", false, xs, n);
     tg_release(xs);
     tg_release(x);
 }
@@ -632,6 +668,8 @@ TG_TEST(elementwise, views_give_the_same_result_as_contiguous_copies)
             for (size_t i = 0; i < COUNT(UNARY); i++)
                 expect_same_on_copies_unary(UNARY[i].fn, v);
             expect_same_on_copies_unary(clamp_m1_2, v);
+            if (dtypes[k] != TG_INT64)
+                expect_same_on_copies_unary(tg_silu, v);
             tg_release(v);
             tg_release(p);
         }
@@ -816,6 +854,35 @@ TG_TEST(elementwise, activations_saturate_without_nan)
     expect_exact(tg_gelu(f, TG_GELU_TANH), VEC_F32(-0.0f, -0.0f, 1000, 1e30f));
     expect_exact(tg_gelu(d, TG_GELU_EXACT), VEC_F64(-0.0, -0.0, 1000, 1e300));
     expect_exact(tg_gelu(d, TG_GELU_TANH), VEC_F64(-0.0, -0.0, 1000, 1e300));
+    /* silu(x) = x sigmoid(x): the same limits as gelu. */
+    expect_exact(tg_silu(f), VEC_F32(-0.0f, -0.0f, 1000, 1e30f));
+    expect_exact(tg_silu(d), VEC_F64(-0.0, -0.0, 1000, 1e300));
+    tg_release(f);
+    tg_release(d);
+}
+
+/* silu at the ends of the number line, against torch 1.13 (float32 and
+ * float64): silu(-1000) = -0, silu(1000) = 1000, silu(inf) = inf, NaN
+ * stays NaN. Two places differ from torch on purpose:
+ * - silu(-inf) is the limit -0, where torch computes -inf * 0 = NaN;
+ * - float32 silu(-100) = -100 e^-100 / (1 + e^-100) = -3.72e-42 rounds to
+ *   the subnormal -2655 * 2^-149, where torch's float32 arithmetic gives
+ *   -0 (torch's float64 result, -3.7200759760208e-42, rounds to the same
+ *   float32). */
+TG_TEST(elementwise, silu_at_infinities_and_nan)
+{
+    tg_tensor *f = VEC_F32(-INFINITY, -1000, 1000, INFINITY, NAN, -0.0f);
+    tg_tensor *d = VEC_F64(-INFINITY, -1000, 1000, INFINITY, NAN, -0.0);
+    expect_exact(tg_silu(f),
+                 VEC_F32(-0.0f, -0.0f, 1000, INFINITY, NAN, -0.0f));
+    expect_exact(tg_silu(d), VEC_F64(-0.0, -0.0, 1000, INFINITY, NAN, -0.0));
+    tg_tensor *out = tg_silu(f); // the zeros are -0 (torch: at -1000, -0)
+    const float *v = tg_data_f32(out);
+    cr_assert(v && signbit(v[0]) && signbit(v[1]) && signbit(v[5]));
+    tg_release(out);
+    tg_tensor *m100 = VEC_F32(-100);
+    expect_exact(tg_silu(m100), VEC_F32(-2655 * 0x1p-149f));
+    tg_release(m100);
     tg_release(f);
     tg_release(d);
 }
@@ -832,6 +899,10 @@ TG_TEST(elementwise, empty_inputs_give_empty_outputs)
     }
     tg_tensor *out = tg_clamp(x, 0, 1);
     cr_assert(out && out->numel == 0);
+    tg_release(out);
+    out = tg_silu(x);
+    cr_assert(out && out->ndim == 2 && out->shape[0] == 0 &&
+              out->shape[1] == 3);
     tg_release(out);
     tg_release(x);
 }
@@ -964,6 +1035,7 @@ TG_TEST(elementwise, null_arguments_return_null_without_a_message)
     cr_assert_null(tg_gt_scalar(NULL, 1));
     cr_assert_null(tg_ge_scalar(NULL, 1));
     cr_assert_null(tg_gelu(NULL, (tg_gelu_approx)7));
+    cr_assert_null(tg_silu(NULL));
     cr_assert_null(tg_clamp(NULL, NAN, 1));
     cr_assert_null(tg_where(NULL, x, x));
     cr_assert_null(tg_where(x, NULL, x));

@@ -147,6 +147,7 @@ static const struct unary_case {
     {"relu", tg_relu, "x", "ReluBackward0"},
     {"gelu", gelu_exact, "x", "GeluBackward0"},
     {"gelu_tanh", gelu_tanh, "x", "GeluBackward0"},
+    {"silu", tg_silu, "x", "SiluBackward0"},
     {"clamp", clamp_ref, "x", "ClampBackward1"},
     {"sub_scalar", sub_scalar, "x", "SubBackward0"},
     /* PyTorch says RsubBackward1: here s - x records tg_sub's node */
@@ -323,6 +324,26 @@ TG_TEST(grad_elementwise, reference_check_can_fail)
     tg_release(x);
     tg_release(g);
     cr_assert_eq(tg_tape_size(), 0);
+}
+
+/* The reference catches the classic mistake of a hand-written SiLU
+ * backward (examples/custom_op.c): differentiating only the first x of
+ * x * sigmoid(x), which gives dx = g * sigmoid(x). */
+TG_TEST(grad_elementwise, silu_reference_catches_a_missing_product_rule_term)
+{
+    tg_tensor *x = tg_test_load_ref("grad_elementwise_unary_x_f64");
+    tg_tensor *g = tg_test_load_ref("grad_elementwise_unary_g_f64");
+    tg_tensor *right = tg_test_load_ref("grad_elementwise_silu_dx_f64");
+    tg_tensor *s = tg_sigmoid(x);
+    tg_tensor *wrong = tg_mul(g, s); // missing g * x s (1 - s)
+    char report[1024];
+    cr_assert(!tg_test_close(wrong, right, F64.rtol, F64.atol, true, report,
+                             sizeof report));
+    tg_release(wrong);
+    tg_release(s);
+    tg_release(right);
+    tg_release(g);
+    tg_release(x);
 }
 
 /* -------------------------------------- PyTorch's conventions, exactly */
@@ -567,6 +588,52 @@ TG_TEST(grad_elementwise, gelu_slope_in_the_tails)
     cr_assert_eq(tg_tape_size(), 0);
 }
 
+TG_TEST(grad_elementwise, silu_slopes_match_torch)
+{
+    /* torch 1.13, float64, silu'(x) at x = -1, 0, 2, -20, 30: the same
+     * formula, s (1 + x (1 - s)), so within a few float64 roundings */
+    tg_tensor *x = VEC64(-1, 0, 2, -20, 30);
+    requires_grad(x);
+    tg_tensor *out = tg_silu(x);
+    tg_tensor *ones = tg_ones_like(out);
+    backward_with(out, ones);
+    tg_tensor *e = VEC64(0.07232948812851325, 0.5, 1.0907842487848955,
+                         -3.9161918660646786e-08, 1.000000000002711);
+    tg_assert_close(x->grad, e, 1e-14, 0);
+    tg_release(e);
+    tg_release(ones);
+    tg_release(out);
+    tg_release(x);
+    cr_assert_eq(tg_tape_size(), 0);
+}
+
+TG_TEST(grad_elementwise, silu_slope_at_the_ends)
+{
+    /* silu'(x) -> 0 as x -> -inf and -> 1 as x -> +inf: torch 1.13 gives
+     * -0 at -1000 and 1 at 1000 in float32 and float64, NaN at NaN, but
+     * NaN at +-inf too (s (1 + x (1 - s)) meets inf * 0); here the limits
+     * -0 and 1 */
+    for (int d = 0; d < 2; d++) {
+        tg_dtype dtype = d == 0 ? TG_FLOAT64 : TG_FLOAT32;
+        tg_tensor *x64 = VEC64(-INFINITY, -1000, 1000, INFINITY, NAN);
+        tg_tensor *x = tg_to_dtype(x64, dtype);
+        tg_release(x64);
+        requires_grad(x);
+        tg_tensor *out = tg_silu(x);
+        tg_tensor *ones = tg_ones_like(out);
+        backward_with(out, ones);
+        tg_tensor *e64 = VEC64(-0.0, -0.0, 1, 1, NAN);
+        tg_tensor *e = tg_to_dtype(e64, dtype);
+        assert_grad_exact(x, e);
+        tg_release(e64);
+        tg_release(e);
+        tg_release(ones);
+        tg_release(out);
+        tg_release(x);
+    }
+    cr_assert_eq(tg_tape_size(), 0);
+}
+
 TG_TEST(grad_elementwise, where_routes_to_the_chosen_side)
 {
     /* torch: where([T, F], a, b) gives da = 1, 0 and db = 0, 1; a NaN in
@@ -758,6 +825,27 @@ TG_TEST(grad_elementwise, a_chain_of_ops)
 
 /* ------------------------------------------------------------- errors */
 
+TG_TEST(grad_elementwise, silu_saves_its_input)
+{
+    /* silu saves x (and recomputes sigmoid(x) in backward): changing x in
+     * place before backward is caught by the version counter */
+    tg_tensor *x = VEC64(0.5, -1.5);
+    requires_grad(x);
+    tg_tensor *y = tg_silu(x);
+    tg_tensor *ones = tg_ones_like(y);
+    tg_no_grad_begin();
+    cr_assert_eq(tg_fill_(x, 2.0), 0);
+    tg_no_grad_end();
+    cr_assert_eq(tg_backward_ex(y, &(tg_backward_options){.grad = ones}), -1);
+    tg_assert_error("tg_backward: ", "saved by SiluBackward0",
+                    "modified in place");
+    cr_assert_null(x->grad);
+    tg_release(ones);
+    tg_release(y);
+    tg_release(x);
+    cr_assert_eq(tg_tape_size(), 0);
+}
+
 TG_TEST(grad_elementwise, modified_saved_output_is_caught)
 {
     /* exp saves its output: changing it in place before backward is an
@@ -790,6 +878,7 @@ TG_TEST(grad_elementwise, null_arguments_record_nothing)
     cr_assert_null(tg_where(NULL, x, x));
     cr_assert_null(tg_clamp(NULL, 0, 1));
     cr_assert_null(tg_gelu(NULL, TG_GELU_EXACT));
+    cr_assert_null(tg_silu(NULL));
     cr_assert_null(tg_maximum(x, NULL));
     cr_assert_eq(tg_tape_size(), 0);
     tg_release(x);

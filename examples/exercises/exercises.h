@@ -43,10 +43,11 @@ void ex_not_implemented(const char *file, const char *fn);
 
 /* The shape NumPy and PyTorch broadcast a (na dims) and b (nb dims) to:
  * align the shapes at their last dim; two sizes are compatible when equal
- * or when one of them is 1; the result takes the larger. Writes the
- * result to out and returns its number of dims, or returns -1 when the
- * shapes cannot be broadcast (no error message needed). Sizes are >= 0;
- * na, nb <= TG_MAX_DIMS. */
+ * or when one of them is 1; the result takes the size that is not 1 (so
+ * (0,) with (1,) gives (0,), not (1,)). Writes the result to out and
+ * returns its number of dims, or returns -1 when the shapes cannot be
+ * broadcast (no error message needed). Sizes are >= 0; na, nb <=
+ * TG_MAX_DIMS. */
 int ex_broadcast_shape(const int64_t *a, int na, const int64_t *b, int nb,
                        int64_t out[TG_MAX_DIMS]);
 
@@ -55,7 +56,8 @@ int ex_broadcast_shape(const int64_t *a, int na, const int64_t *b, int nb,
 /* grad is the gradient of a result that an input of shape `shape` (ndim
  * dims) was broadcast into. Returns the input's gradient: grad summed over
  * the leading dims that broadcasting added and over every dim where
- * `shape` has size 1 but grad does not, with shape `shape`. New reference.
+ * `shape` has size 1 but grad does not, with shape `shape` (which
+ * broadcasts to grad's shape). New reference.
  * grad may be float32 or float64; keep its dtype. */
 tg_tensor *ex_sum_to_shape(const tg_tensor *grad, const int64_t *shape,
                            int ndim);

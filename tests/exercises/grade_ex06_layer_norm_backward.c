@@ -1,8 +1,303 @@
-/* placeholder */
-#define EX_STATEMENT "ex06.md"
+/*
+ * tests/exercises/grade_ex06_layer_norm_backward.c - grades exercise 06,
+ * ex_layer_norm_backward (docs/exercises/06-layer-norm-backward.md):
+ *   - against NumPy's gradients, computed by complex-step differentiation
+ *     of the forward, not by the closed form
+ *     (scripts/reference/gen_ex06.py);
+ *   - with tg_gradcheck on the full Jacobian of y with respect to x,
+ *     weight and bias: the student's backward inside a tg_function whose
+ *     forward is tg_layer_norm_ex;
+ *   - against tapegrad's own tg_layer_norm backward on one row, one column
+ *     (dx = 0), wide rows and a constant row.
+ * Every result must be float64 with the contract's shape.
+ */
+#define EX_STATEMENT "06-layer-norm-backward.md"
 #include "grade.h"
 
-TG_TEST(ex06, placeholder)
+#include <stdio.h>
+
+#define EPS 1e-5 // the forwards' eps; the backward sees it only in rstd
+
+/* "(5,)" or "(5, 7)" */
+static const char *shape_text(const int64_t *shape, int ndim, char *buf,
+                              size_t size)
 {
-    cr_assert_fail("grader not written");
+    int k = snprintf(buf, size, "(");
+    for (int i = 0; i < ndim; i++)
+        k += snprintf(buf + k, size - (size_t)k, "%s%lld", i ? ", " : "",
+                      (long long)shape[i]);
+    snprintf(buf + k, size - (size_t)k, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* Fails with a message a student can act on unless t is float64 with the
+ * given shape. */
+static void check_shape(const tg_tensor *t, const char *what,
+                        const int64_t *shape, int ndim)
+{
+    char got[TG_SHAPE_STR_MAX], want[64];
+    shape_text(shape, ndim, want, sizeof want);
+    bool same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = t->shape[i] == shape[i];
+    cr_assert(same, "%s has shape %s but must have shape %s%s", what,
+              tg_shape_str(t, got), want,
+              ndim == 1 && t->ndim == 2
+                  ? " (sum over the rows without keepdim)"
+                  : "");
+    cr_assert(t->dtype == TG_FLOAT64, "%s is %s but must be float64", what,
+              tg_dtype_name(t->dtype));
+}
+
+/* tg_assert_close, naming what is compared. */
+static void check_close(const tg_tensor *actual, const tg_tensor *expected,
+                        const char *what, double rtol, double atol)
+{
+    char report[1024];
+    cr_assert(tg_test_close(actual, expected, rtol, atol, true, report,
+                            sizeof report),
+              "%s: %s", what, report);
+}
+
+typedef struct ln_grads {
+    tg_tensor *dx, *dw, *db;
+} ln_grads;
+
+static void ln_grads_release(ln_grads *r)
+{
+    tg_release(r->db);
+    tg_release(r->dw);
+    tg_release(r->dx);
+}
+
+/* Calls the student's backward; true when it returned 0 and three
+ * results. */
+static bool call_student(const tg_tensor *dy, const tg_tensor *x,
+                         const tg_tensor *w, const tg_tensor *mean,
+                         const tg_tensor *rstd, ln_grads *r)
+{
+    int rc = -1;
+    *r = (ln_grads){NULL, NULL, NULL};
+    EX_CALL(rc = ex_layer_norm_backward(dy, x, w, mean, rstd, &r->dx,
+                                        &r->dw, &r->db));
+    return rc == 0 && r->dx && r->dw && r->db;
+}
+
+/* call_student, failing the test with a message when it did not work or
+ * a result has the wrong shape. */
+static ln_grads student_backward(const tg_tensor *dy, const tg_tensor *x,
+                                 const tg_tensor *w, const tg_tensor *mean,
+                                 const tg_tensor *rstd)
+{
+    ln_grads r;
+    bool ok = call_student(dy, x, w, mean, rstd, &r);
+    cr_assert(ok,
+              "ex_layer_norm_backward returned -1 or left a result NULL "
+              "(dx %s, dweight %s, dbias %s); the last error was:\n%s",
+              r.dx ? "set" : "NULL", r.dw ? "set" : "NULL",
+              r.db ? "set" : "NULL",
+              tg_last_error()[0] ? tg_last_error() : "(none reported)");
+    check_shape(r.dx, "*dx", x->shape, 2);
+    check_shape(r.dw, "*dweight", &x->shape[1], 1);
+    check_shape(r.db, "*dbias", &x->shape[1], 1);
+    return r;
+}
+
+TG_TEST(ex06, matches_numpy)
+{
+    tg_tensor *x = tg_test_load_ref("ex06_x");
+    tg_tensor *w = tg_test_load_ref("ex06_w");
+    tg_tensor *dy = tg_test_load_ref("ex06_dy");
+    tg_tensor *mean = tg_test_load_ref("ex06_mean");
+    tg_tensor *rstd = tg_test_load_ref("ex06_rstd");
+    ln_grads r = student_backward(dy, x, w, mean, rstd);
+    /* the complex step is exact to rounding; rstd is up to 5 here */
+    tg_test_check_ref(r.dx, "ex06_dx", 1e-10, 1e-12);
+    tg_test_check_ref(r.dw, "ex06_dw", 1e-10, 1e-12);
+    tg_test_check_ref(r.db, "ex06_db", 1e-10, 1e-12);
+    tg_release(rstd);
+    tg_release(mean);
+    tg_release(dy);
+    tg_release(w);
+    tg_release(x);
+}
+
+/* A tg_function over (x, weight, bias): the forward is tapegrad's
+ * LayerNorm and saves what the student's backward takes (x, weight, and
+ * the statistics as (rows,)); the backward is the student's. So
+ * tg_gradcheck tests the student's backward alone. */
+static tg_tensor *ln_forward(tg_ctx *ctx, const tg_tensor *const *in, int n,
+                             const void *args)
+{
+    (void)n, (void)args;
+    const tg_tensor *x = in[0];
+    const int64_t rows = x->shape[0];
+    tg_tensor *mean1 = NULL, *rstd1 = NULL; // (rows, 1)
+    tg_tensor *y = tg_layer_norm_ex(x, &x->shape[1], 1, in[1], in[2], EPS,
+                                    &mean1, &rstd1);
+    tg_tensor *mean = tg_reshape(mean1, &rows, 1);
+    tg_tensor *rstd = tg_reshape(rstd1, &rows, 1);
+    tg_ctx_save(ctx, x);
+    tg_ctx_save(ctx, in[1]);
+    tg_ctx_save(ctx, mean);
+    tg_ctx_save(ctx, rstd);
+    tg_release(rstd);
+    tg_release(mean);
+    tg_release(rstd1);
+    tg_release(mean1);
+    return y;
+}
+
+static int ln_backward(tg_ctx *ctx, const tg_tensor *g,
+                       tg_tensor **grad_inputs)
+{
+    ln_grads r;
+    if (!call_student(g, tg_ctx_saved(ctx, 0), tg_ctx_saved(ctx, 1),
+                      tg_ctx_saved(ctx, 2), tg_ctx_saved(ctx, 3), &r)) {
+        ln_grads_release(&r);
+        return -1;
+    }
+    tg_tensor *grads[3] = {r.dx, r.dw, r.db};
+    for (int i = 0; i < 3; i++) {
+        if (tg_ctx_needs_grad(ctx, i))
+            grad_inputs[i] = grads[i];
+        else
+            tg_release(grads[i]);
+    }
+    return 0;
+}
+
+static const tg_function student_ln = {"StudentLayerNormBackward",
+                                       ln_forward, ln_backward, 0};
+
+static tg_tensor *apply_student_ln(tg_tensor *const *in, int n, void *ctx)
+{
+    (void)n, (void)ctx;
+    return tg_function_apply(&student_ln, (const tg_tensor *const *)in, 3,
+                             NULL);
+}
+
+/* f returns y itself, so gradcheck compares the full Jacobian (a loss of
+ * sum(y) would have a zero gradient for x and pass wrong backwards). */
+TG_TEST(ex06, gradcheck)
+{
+    tg_generator *gen = tg_generator_new(61);
+    tg_tensor *in[3] = {
+        tg_randn_gen(gen, TG_SHAPE(3, 5), TG_FLOAT64),
+        tg_randn_gen(gen, TG_SHAPE(5), TG_FLOAT64),
+        tg_randn_gen(gen, TG_SHAPE(5), TG_FLOAT64),
+    };
+    for (int i = 0; i < 3; i++)
+        tg_set_requires_grad(in[i], true);
+    tg_gradcheck_options opts = tg_gradcheck_defaults();
+    opts.quiet = true;
+    tg_gradcheck_result r;
+    int ok = tg_gradcheck(apply_student_ln, NULL, in, 3, &opts, &r);
+    cr_assert_neq(ok, -1, "the backward failed: %s", tg_last_error());
+    cr_assert_eq(ok, 1,
+                 "gradcheck failed (input 0 is x, 1 weight, 2 bias):\n%s",
+                 r.message);
+    for (int i = 0; i < 3; i++)
+        tg_release(in[i]);
+    tg_generator_free(gen);
+}
+
+/* The student's gradients against those tapegrad's tg_layer_norm gives
+ * for L = sum(y * dy). The student gets detached copies, so nothing of
+ * theirs is recorded. With constant_row, row 1 of x is all 3.0. */
+static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
+                                  bool constant_row)
+{
+    tg_generator *gen = tg_generator_new(seed);
+    tg_tensor *x = tg_randn_gen(gen, TG_SHAPE(rows, cols), TG_FLOAT64);
+    tg_tensor *w = tg_randn_gen(gen, TG_SHAPE(cols), TG_FLOAT64);
+    tg_tensor *b = tg_randn_gen(gen, TG_SHAPE(cols), TG_FLOAT64);
+    tg_tensor *dy = tg_randn_gen(gen, TG_SHAPE(rows, cols), TG_FLOAT64);
+    if (constant_row) {
+        tg_tensor *row = tg_select(x, 0, 1);
+        tg_fill_(row, 3.0);
+        tg_release(row);
+    }
+    tg_set_requires_grad(x, true);
+    tg_set_requires_grad(w, true);
+    tg_set_requires_grad(b, true);
+    tg_tensor *mean1, *rstd1;
+    tg_tensor *y = tg_layer_norm_ex(x, &cols, 1, w, b, EPS, &mean1, &rstd1);
+    tg_tensor *yd = tg_mul(y, dy);
+    tg_tensor *loss = tg_sum(yd, NULL, 0, false);
+    cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
+    tg_tensor *mean = tg_reshape(mean1, &rows, 1);
+    tg_tensor *rstd = tg_reshape(rstd1, &rows, 1);
+    tg_tensor *xd = tg_detach(x), *wd = tg_detach(w);
+    ln_grads r = student_backward(dy, xd, wd, mean, rstd);
+    /* two float64 evaluations of one formula; a constant row has
+     * rstd = 1 / sqrt(eps) = 316, which scales the rounding */
+    check_close(r.dx, x->grad, "dx against tg_layer_norm's", 1e-9, 1e-11);
+    check_close(r.dw, w->grad, "dweight against tg_layer_norm's", 1e-9,
+                1e-11);
+    check_close(r.db, b->grad, "dbias against tg_layer_norm's", 1e-9,
+                1e-11);
+    ln_grads_release(&r);
+    tg_release(wd);
+    tg_release(xd);
+    tg_release(rstd);
+    tg_release(mean);
+    tg_release(loss);
+    tg_release(yd);
+    tg_release(rstd1);
+    tg_release(mean1);
+    tg_release(y);
+    tg_release(dy);
+    tg_release(b);
+    tg_release(w);
+    tg_release(x);
+    tg_generator_free(gen);
+}
+
+TG_TEST(ex06, one_row)
+{
+    check_against_library(1, 5, 62, false);
+}
+
+/* Rows of one element: y = bias whatever x is, so dx = 0 and
+ * dweight = 0 (xhat = 0). */
+TG_TEST(ex06, one_column_gives_zero_dx)
+{
+    check_against_library(5, 1, 63, false);
+}
+
+TG_TEST(ex06, wide_rows)
+{
+    check_against_library(2, 300, 64, false);
+}
+
+/* A row of variance 0: xhat = 0 there and dx = rstd * (g - mean(g)) with
+ * rstd = 1 / sqrt(eps) (docs/normalization.md section 5). */
+TG_TEST(ex06, constant_row)
+{
+    check_against_library(3, 4, 65, true);
+}
+
+TG_TEST(ex06, leaves_inputs_alone)
+{
+    const char *names[5] = {"ex06_dy", "ex06_x", "ex06_w", "ex06_mean",
+                            "ex06_rstd"};
+    tg_tensor *in[5], *before[5];
+    for (int i = 0; i < 5; i++) {
+        in[i] = tg_test_load_ref(names[i]);
+        before[i] = tg_test_load_ref(names[i]);
+    }
+    ln_grads r = student_backward(in[0], in[1], in[2], in[3], in[4]);
+    for (int i = 0; i < 5; i++) {
+        cr_assert(r.dx != in[i] && r.dw != in[i] && r.db != in[i],
+                  "return new tensors, not an argument");
+        char what[64];
+        snprintf(what, sizeof what, "%s was changed", names[i] + 5);
+        check_close(in[i], before[i], what, 0, 0);
+    }
+    ln_grads_release(&r);
+    for (int i = 0; i < 5; i++) {
+        tg_release(before[i]);
+        tg_release(in[i]);
+    }
 }

@@ -35,6 +35,22 @@ void ex_check_stub(const char *statement);
         ex_check_stub(EX_STATEMENT);                                        \
     } while (0)
 
+/* Formats a shape as "(2, 3)", "(3,)" or "()" into buf; returns buf. */
+const char *ex_shape_text(const int64_t *shape, int ndim, char *buf,
+                          size_t size);
+
+/* Fails the test unless t (a result of the exercise, called `what` in the
+ * message) is float64 with the given shape. hint_2d, when not NULL, is
+ * added to the message when a 1-D result came back 2-D, the usual slip
+ * (a reduction that kept its dim). */
+void ex_check_shape(const tg_tensor *t, const char *what,
+                    const int64_t *shape, int ndim, const char *hint_2d);
+
+/* Fails the test, naming what and the worst element, unless actual is
+ * close to expected (tg_test_close, dtypes compared). */
+void ex_check_close(const tg_tensor *actual, const tg_tensor *expected,
+                    const char *what, double rtol, double atol);
+
 /* Fails the test, with the last error message, when t is NULL; returns t. */
 tg_tensor *ex_require(tg_tensor *t, const char *what);
 

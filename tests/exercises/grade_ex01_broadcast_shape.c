@@ -37,18 +37,6 @@ static bcase case_from_row(const int64_t *row)
     return c;
 }
 
-/* "()", "(3,)", "(2, 3)": shapes as NumPy prints them. */
-static const char *shape_text(const int64_t *s, int n, char *buf, size_t size)
-{
-    size_t k = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < n && k < size; d++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "",
-                              (long long)s[d]);
-    if (k < size)
-        snprintf(buf + k, size - k, n == 1 ? ",)" : ")");
-    return buf;
-}
-
 /* What a result n (and out) means, in words. */
 static const char *result_text(int n, const int64_t *out, char *buf,
                                size_t size)
@@ -59,7 +47,7 @@ static const char *result_text(int n, const int64_t *out, char *buf,
         snprintf(buf, size, "%d, which is neither -1 nor a number of dims "
                  "0..%d", n, TG_MAX_DIMS);
     else
-        shape_text(out, n, buf, size);
+        ex_shape_text(out, n, buf, size);
     return buf;
 }
 
@@ -110,8 +98,8 @@ static void check_group(const char *name)
         if (wrong++ > 0)
             continue;
         char sa[96], sb[96], got[96], want[96];
-        shape_text(c.a, c.na, sa, sizeof sa);
-        shape_text(c.b, c.nb, sb, sizeof sb);
+        ex_shape_text(c.a, c.na, sa, sizeof sa);
+        ex_shape_text(c.b, c.nb, sb, sizeof sb);
         result_text(n, out, got, sizeof got);
         result_text(c.nout, c.out, want, sizeof want);
         snprintf(message, sizeof message,
@@ -193,13 +181,13 @@ TG_TEST(ex01, same_as_tg_add)
             if (same_result(n, out, n_lib, lib))
                 continue;
             char sa[96], sb[96], got[96], want[96];
-            shape_text(c.a, c.na, sa, sizeof sa);
-            shape_text(c.b, c.nb, sb, sizeof sb);
+            ex_shape_text(c.a, c.na, sa, sizeof sa);
+            ex_shape_text(c.b, c.nb, sb, sizeof sb);
             result_text(n, out, got, sizeof got);
             if (n_lib < 0)
                 snprintf(want, sizeof want, "an error");
             else
-                shape_text(lib, n_lib, want, sizeof want);
+                ex_shape_text(lib, n_lib, want, sizeof want);
             tg_release(t);
             cr_assert_fail("ex_broadcast_shape(%s, %s) gave %s,\n"
                            "    but tg_add of tensors of these shapes "

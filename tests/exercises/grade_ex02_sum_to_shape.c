@@ -14,18 +14,6 @@
 
 #include <stdio.h>
 
-/* "()", "(3,)", "(2, 3)": shapes as NumPy prints them. */
-static const char *shape_text(const int64_t *s, int n, char *buf, size_t size)
-{
-    size_t k = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < n && k < size; d++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "",
-                              (long long)s[d]);
-    if (k < size)
-        snprintf(buf + k, size - k, n == 1 ? ",)" : ")");
-    return buf;
-}
-
 /* Calls the student's function. Returning grad itself is allowed when
  * nothing is summed, but only as a new reference: without one, the
  * caller's release would free grad under its owner's feet, so that is
@@ -52,7 +40,7 @@ static tg_tensor *student_sum(const tg_tensor *grad, const int64_t *shape,
     ex_require(r, "ex_sum_to_shape");
     char gs[TG_SHAPE_STR_MAX], want[TG_SHAPE_STR_MAX], got[TG_SHAPE_STR_MAX];
     tg_shape_str(grad, gs);
-    shape_text(shape, ndim, want, sizeof want);
+    ex_shape_text(shape, ndim, want, sizeof want);
     bool same = r->ndim == ndim;
     for (int d = 0; same && d < ndim; d++)
         same = r->shape[d] == shape[d];
@@ -203,8 +191,8 @@ static void gradcheck_add(const int64_t *sa, int na, const int64_t *sb,
     tg_gradcheck_result r;
     int ok = tg_gradcheck(apply_student_add, NULL, in, 2, &opts, &r);
     char s0[96], s1[96];
-    shape_text(sa, na, s0, sizeof s0);
-    shape_text(sb, nb, s1, sizeof s1);
+    ex_shape_text(sa, na, s0, sizeof s0);
+    ex_shape_text(sb, nb, s1, sizeof s1);
     cr_assert_neq(ok, -1, "the backward of tg_add(%s, %s) failed: %s", s0,
                   s1, tg_last_error());
     cr_assert_eq(ok, 1, "gradcheck of tg_add(%s, %s) failed:\n%s", s0, s1,

@@ -13,40 +13,10 @@
 #define EX_STATEMENT "05-layer-norm-forward.md"
 #include "grade.h"
 
+/* Added to a shape mismatch where a 1-D result came back 2-D. */
+#define SHAPE_HINT "one value per row: reshape the (rows, 1) statistic with tg_reshape"
+
 #include <stdio.h>
-
-/* "(5,)" or "(5, 7)" */
-static const char *shape_text(const int64_t *shape, int ndim, char *buf,
-                              size_t size)
-{
-    int k = snprintf(buf, size, "(");
-    for (int i = 0; i < ndim; i++)
-        k += snprintf(buf + k, size - (size_t)k, "%s%lld", i ? ", " : "",
-                      (long long)shape[i]);
-    snprintf(buf + k, size - (size_t)k, ndim == 1 ? ",)" : ")");
-    return buf;
-}
-
-/* Fails with a message a student can act on unless t is float64 with the
- * given shape. */
-static void check_shape(const tg_tensor *t, const char *what,
-                        const int64_t *shape, int ndim)
-{
-    char got[TG_SHAPE_STR_MAX], want[64];
-    shape_text(shape, ndim, want, sizeof want);
-    bool same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++)
-        same = t->shape[i] == shape[i];
-    cr_assert(same,
-              "%s has shape %s but must have shape %s%s", what,
-              tg_shape_str(t, got), want,
-              ndim == 1 && t->ndim == 2
-                  ? " (one value per row: reshape the (rows, 1) statistic "
-                    "with tg_reshape)"
-                  : "");
-    cr_assert(t->dtype == TG_FLOAT64, "%s is %s but must be float64", what,
-              tg_dtype_name(t->dtype));
-}
 
 typedef struct ln_result {
     tg_tensor *y, *mean, *rstd;
@@ -71,9 +41,9 @@ static ln_result student_forward(const tg_tensor *x, const tg_tensor *w,
               "ex_layer_norm_forward returned y but left *%s NULL: store "
               "the per-row statistic there (a new reference)",
               r.mean ? "rstd" : "mean");
-    check_shape(r.y, "y", x->shape, 2);
-    check_shape(r.mean, "*mean", x->shape, 1);
-    check_shape(r.rstd, "*rstd", x->shape, 1);
+    ex_check_shape(r.y, "y", x->shape, 2, SHAPE_HINT);
+    ex_check_shape(r.mean, "*mean", x->shape, 1, SHAPE_HINT);
+    ex_check_shape(r.rstd, "*rstd", x->shape, 1, SHAPE_HINT);
     return r;
 }
 
@@ -121,16 +91,6 @@ TG_TEST(ex05, no_weight_no_bias)
     tg_release(x);
 }
 
-/* tg_assert_close, naming what is compared. */
-static void check_close(const tg_tensor *actual, const tg_tensor *expected,
-                        const char *what, double rtol, double atol)
-{
-    char report[1024];
-    cr_assert(tg_test_close(actual, expected, rtol, atol, true, report,
-                            sizeof report),
-              "%s: %s", what, report);
-}
-
 /* The student's results against tg_layer_norm_ex on the same arguments;
  * the library's statistics are (rows, 1), reshaped to (rows,). */
 static void check_against_library(const tg_tensor *x, const tg_tensor *w,
@@ -144,10 +104,10 @@ static void check_against_library(const tg_tensor *x, const tg_tensor *w,
     tg_tensor *mean = tg_reshape(mean1, &rows, 1);
     tg_tensor *rstd = tg_reshape(rstd1, &rows, 1);
     ln_result r = student_forward(x, w, b, eps);
-    check_close(r.y, y, "y against tg_layer_norm_ex's", 1e-10, 1e-12);
-    check_close(r.mean, mean, "mean against tg_layer_norm_ex's", 1e-12,
+    ex_check_close(r.y, y, "y against tg_layer_norm_ex's", 1e-10, 1e-12);
+    ex_check_close(r.mean, mean, "mean against tg_layer_norm_ex's", 1e-12,
                 1e-14);
-    check_close(r.rstd, rstd, "rstd against tg_layer_norm_ex's", 1e-10, 0);
+    ex_check_close(r.rstd, rstd, "rstd against tg_layer_norm_ex's", 1e-10, 0);
     ln_result_release(&r);
     tg_release(rstd);
     tg_release(mean);
@@ -201,7 +161,7 @@ TG_TEST(ex05, one_element_rows_give_bias)
     tg_tensor *b = tg_randn_gen(gen, TG_SHAPE(1), TG_FLOAT64);
     tg_tensor *expected = tg_expand(b, TG_SHAPE(6, 1));
     ln_result r = student_forward(x, w, b, 1e-5);
-    check_close(r.y, expected,
+    ex_check_close(r.y, expected,
                 "a row of one element has variance 0, so xhat = 0 and y "
                 "must be the bias", 0, 1e-12);
     ln_result_release(&r);
@@ -237,13 +197,13 @@ TG_TEST(ex05, large_mean_rows)
     tg_tensor *mean = tg_test_load_ref("ex05_mean_big");
     tg_tensor *rstd = tg_test_load_ref("ex05_rstd_big");
     tg_tensor *y = tg_test_load_ref("ex05_y_big");
-    check_close(r.mean, mean, "mean of rows of mean 1e6", 1e-14, 0);
-    check_close(r.rstd, rstd,
+    ex_check_close(r.mean, mean, "mean of rows of mean 1e6", 1e-14, 0);
+    ex_check_close(r.rstd, rstd,
                 "rstd of rows of mean 1e6 and spread 1e-2 (compute the "
                 "variance as the mean of (x - mean)^2: E[x^2] - E[x]^2 "
                 "subtracts two numbers near 1e12 and loses it)",
                 1e-6, 0);
-    check_close(r.y, y, "y of rows of mean 1e6 and spread 1e-2", 1e-6,
+    ex_check_close(r.y, y, "y of rows of mean 1e6 and spread 1e-2", 1e-6,
                 1e-6);
     ln_result_release(&r);
     tg_release(y);
@@ -263,9 +223,9 @@ TG_TEST(ex05, leaves_inputs_alone)
     tg_tensor *x0 = tg_test_load_ref("ex05_x");
     tg_tensor *w0 = tg_test_load_ref("ex05_w");
     tg_tensor *b0 = tg_test_load_ref("ex05_b");
-    check_close(x, x0, "x was changed", 0, 0);
-    check_close(w, w0, "weight was changed", 0, 0);
-    check_close(b, b0, "bias was changed", 0, 0);
+    ex_check_close(x, x0, "x was changed", 0, 0);
+    ex_check_close(w, w0, "weight was changed", 0, 0);
+    ex_check_close(b, b0, "bias was changed", 0, 0);
     ln_result_release(&r);
     tg_release(b0);
     tg_release(w0);

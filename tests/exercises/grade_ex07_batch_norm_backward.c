@@ -16,50 +16,12 @@
 #define EX_STATEMENT "07-batch-norm-backward.md"
 #include "grade.h"
 
+/* Added to a shape mismatch where a 1-D result came back 2-D. */
+#define SHAPE_HINT "sum over the batch, dim 0, without keepdim"
+
 #include <stdio.h>
 
 #define EPS 1e-5 // the forwards' eps; the backward sees it only in rstd
-
-/* "(5,)" or "(5, 7)" */
-static const char *shape_text(const int64_t *shape, int ndim, char *buf,
-                              size_t size)
-{
-    int k = snprintf(buf, size, "(");
-    for (int i = 0; i < ndim; i++)
-        k += snprintf(buf + k, size - (size_t)k, "%s%lld", i ? ", " : "",
-                      (long long)shape[i]);
-    snprintf(buf + k, size - (size_t)k, ndim == 1 ? ",)" : ")");
-    return buf;
-}
-
-/* Fails with a message a student can act on unless t is float64 with the
- * given shape. */
-static void check_shape(const tg_tensor *t, const char *what,
-                        const int64_t *shape, int ndim)
-{
-    char got[TG_SHAPE_STR_MAX], want[64];
-    shape_text(shape, ndim, want, sizeof want);
-    bool same = t->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++)
-        same = t->shape[i] == shape[i];
-    cr_assert(same, "%s has shape %s but must have shape %s%s", what,
-              tg_shape_str(t, got), want,
-              ndim == 1 && t->ndim == 2
-                  ? " (sum over the batch, dim 0, without keepdim)"
-                  : "");
-    cr_assert(t->dtype == TG_FLOAT64, "%s is %s but must be float64", what,
-              tg_dtype_name(t->dtype));
-}
-
-/* tg_assert_close, naming what is compared. */
-static void check_close(const tg_tensor *actual, const tg_tensor *expected,
-                        const char *what, double rtol, double atol)
-{
-    char report[1024];
-    cr_assert(tg_test_close(actual, expected, rtol, atol, true, report,
-                            sizeof report),
-              "%s: %s", what, report);
-}
 
 typedef struct bn_grads {
     tg_tensor *dx, *dw, *db;
@@ -99,9 +61,9 @@ static bn_grads student_backward(const tg_tensor *dy, const tg_tensor *x,
               r.dx ? "set" : "NULL", r.dw ? "set" : "NULL",
               r.db ? "set" : "NULL",
               tg_last_error()[0] ? tg_last_error() : "(none reported)");
-    check_shape(r.dx, "*dx", x->shape, 2);
-    check_shape(r.dw, "*dweight", &x->shape[1], 1);
-    check_shape(r.db, "*dbias", &x->shape[1], 1);
+    ex_check_shape(r.dx, "*dx", x->shape, 2, SHAPE_HINT);
+    ex_check_shape(r.dw, "*dweight", &x->shape[1], 1, SHAPE_HINT);
+    ex_check_shape(r.db, "*dbias", &x->shape[1], 1, SHAPE_HINT);
     return r;
 }
 
@@ -244,10 +206,10 @@ static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
     snprintf(what, sizeof what, "dx against tg_batch_norm_ex's%s", note);
     /* two float64 evaluations of one formula; a constant channel has
      * rstd = 1 / sqrt(eps) = 316, which scales the rounding */
-    check_close(r.dx, x->grad, what, 1e-9, 1e-11);
-    check_close(r.dw, w->grad, "dweight against tg_batch_norm_ex's", 1e-9,
+    ex_check_close(r.dx, x->grad, what, 1e-9, 1e-11);
+    ex_check_close(r.dw, w->grad, "dweight against tg_batch_norm_ex's", 1e-9,
                 1e-11);
-    check_close(r.db, b->grad, "dbias against tg_batch_norm_ex's", 1e-9,
+    ex_check_close(r.db, b->grad, "dbias against tg_batch_norm_ex's", 1e-9,
                 1e-11);
     bn_grads_release(&r);
     tg_release(wd);
@@ -310,7 +272,7 @@ TG_TEST(ex07, leaves_inputs_alone)
                   "return new tensors, not an argument");
         char what[64];
         snprintf(what, sizeof what, "%s was changed", names[i] + 5);
-        check_close(in[i], before[i], what, 0, 0);
+        ex_check_close(in[i], before[i], what, 0, 0);
     }
     bn_grads_release(&r);
     for (int i = 0; i < 5; i++) {

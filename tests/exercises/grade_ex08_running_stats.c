@@ -18,16 +18,6 @@
 
 #include <stdio.h>
 
-/* tg_assert_close, naming what is compared. */
-static void check_close(const tg_tensor *actual, const tg_tensor *expected,
-                        const char *what, double rtol, double atol)
-{
-    char report[1024];
-    cr_assert(tg_test_close(actual, expected, rtol, atol, true, report,
-                            sizeof report),
-              "%s: %s", what, report);
-}
-
 /* A fresh BatchNorm1d's buffers: running_mean zeros, running_var ones,
  * (C,) float64. */
 static void fresh_buffers(int64_t channels, tg_tensor **rmean,
@@ -145,11 +135,11 @@ static void check_against_numpy(double momentum, const char *tag)
         snprintf(what, sizeof what,
                  "running_mean after batch %d (%lld rows), momentum %g", k,
                  (long long)x->shape[0], momentum);
-        check_close(rmean, mean_k, what, 1e-12, 1e-14);
+        ex_check_close(rmean, mean_k, what, 1e-12, 1e-14);
         snprintf(what, sizeof what,
                  "running_var after batch %d (%lld rows), momentum %g", k,
                  (long long)x->shape[0], momentum);
-        check_close(rvar, var_k, what, 1e-12, 1e-14);
+        ex_check_close(rvar, var_k, what, 1e-12, 1e-14);
         tg_release(var_k);
         tg_release(mean_k);
         tg_release(x);
@@ -195,13 +185,13 @@ static void check_against_module(double momentum, uint64_t seed)
                  "running_mean after batch %d (%lld rows), momentum %g, "
                  "against BatchNorm1d's",
                  k, (long long)sizes[k], momentum);
-        check_close(rmean, tg_module_buffer(bn, "running_mean"), what,
+        ex_check_close(rmean, tg_module_buffer(bn, "running_mean"), what,
                     1e-12, 1e-14);
         snprintf(what, sizeof what,
                  "running_var after batch %d (%lld rows), momentum %g, "
                  "against BatchNorm1d's",
                  k, (long long)sizes[k], momentum);
-        check_close(rvar, tg_module_buffer(bn, "running_var"), what, 1e-12,
+        ex_check_close(rvar, tg_module_buffer(bn, "running_var"), what, 1e-12,
                     1e-14);
         tg_release(y);
         tg_release(x);
@@ -232,17 +222,17 @@ TG_TEST(ex08, momentum_zero_and_one)
     fresh_buffers(4, &rmean, &rvar);
     tg_tensor *zeros = tg_clone(rmean), *ones = tg_clone(rvar);
     student_update(rmean, rvar, x, 0.0);
-    check_close(rmean, zeros, "running_mean with momentum 0 (must not move)",
+    ex_check_close(rmean, zeros, "running_mean with momentum 0 (must not move)",
                 0, 0);
-    check_close(rvar, ones, "running_var with momentum 0 (must not move)", 0,
+    ex_check_close(rvar, ones, "running_var with momentum 0 (must not move)", 0,
                 0);
     student_update(rmean, rvar, x, 1.0);
     tg_tensor *mean = tg_mean(x, TG_DIMS(0), false);
     tg_tensor *var = tg_var(x, TG_DIMS(0), 1, false);
-    check_close(rmean, mean,
+    ex_check_close(rmean, mean,
                 "running_mean with momentum 1 (must be x.mean(0))", 1e-12,
                 1e-14);
-    check_close(rvar, var,
+    ex_check_close(rvar, var,
                 "running_var with momentum 1 (must be x.var(0, "
                 "correction=1))",
                 1e-12, 1e-14);

@@ -7,7 +7,7 @@
  * NULL (or -1, or NAN). Replace the stub's body with your code, then grade it:
  *
  *     meson test -C build --suite exercises --print-errorlogs   # all
- *     meson test -C build ex04 --print-errorlogs                # one
+ *     meson test -C build --suite exercises ex04 --print-errorlogs  # one
  *
  * An exercise still stubbed fails with "not implemented yet". The graders
  * (tests/exercises/grade_ex*.c) compare your results with NumPy references
@@ -149,8 +149,8 @@ tg_tensor *ex_rms_norm(const tg_tensor *x, const tg_tensor *weight,
 /* Trains model (inputs (B, 2) float32, outputs (B, classes) logits) on
  * train for `epochs` epochs of shuffled mini-batches of batch_size (drawn
  * with g), minimising tg_cross_entropy with opt. The model is in training
- * mode. Returns the mean training loss of the last epoch, or NAN on
- * error. */
+ * mode and stays in it. Returns the plain average of the batch losses of
+ * the last epoch, or NAN on error. */
 double ex_train(tg_module *model, tg_optimizer *opt, const tg_dataset *train,
                 int epochs, int64_t batch_size, tg_generator *g);
 

@@ -61,12 +61,12 @@ ALLOWED = {
                     "of the library",
 }
 
-NAME_RE = re.compile(r"(?<![A-Za-z0-9_])(tg_[a-z0-9_]+|TG_[A-Z0-9_]+)"
+NAME_RE = re.compile(r"(?<![A-Za-z0-9_])(tg_[a-z0-9_]+|TG_[A-Z0-9_]+)(?![A-Za-z0-9])"
                      r"(\*?)")
 FENCE_RE = re.compile(r"^( *)(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
 TAG_RE = re.compile(r"^\s*<!--\s*(sample|output)\s*:\s*(.*?)\s*-->\s*$")
 LOOSE_TAG_RE = re.compile(r"\s*<!--\s*(sample|output)s?\b", re.IGNORECASE)
-C_LANGS = {"c", "h"}
+C_LANGS = {"c", "h", "c99", "c11", "cpp", "c++", "{.c}"}
 DEFAULT_TIMEOUT = 120
 
 
@@ -391,6 +391,15 @@ class Checker:
                 doc, line, "%s: give a path inside the repository, from its "
                 "root" % rel))
             return None
+        # A sample must come from the code, not from a doc (which would
+        # match itself) or a build folder (which is not in the repository).
+        first = norm.split("/", 1)[0]
+        if norm.endswith(".md") or first.startswith("build") or \
+                first.startswith("."):
+            self.problems.append(Problem(
+                doc, line, "%s: a sample must name a source file of the "
+                "repository, not a doc or a build product" % rel))
+            return None
         return norm
 
     def check_doc(self, doc):
@@ -662,6 +671,10 @@ WRONG_CASES = [
      [("docs/guide.md", "<!-- sample: tensor/tensor.h -->\n",
        "<!-- sample: tensor/tensor.h -->\n\n")],
      "must be on the line right above"),
+    ("a doc named as the sample (it would match itself)",
+     [("docs/guide.md", "<!-- sample: tensor/tensor.h -->\n",
+       "<!-- sample: docs/guide.md -->\n")],
+     "not a doc or a build product"),
     ("missing file",
      [("README.md", "sample: examples/hello.c", "sample: examples/bye.c")],
      "examples/bye.c: no such file"),

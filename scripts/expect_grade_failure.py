@@ -8,7 +8,9 @@ A grader is a Criterion program (tests/exercises/grade_*.c). Both modes
 require a non-zero exit, at least one test, no crashed test and no
 sanitizer report. "stub" also requires every test to fail with the "not
 implemented yet" message; "wrong" requires at least one failing test and
-no "not implemented yet" (the wrong answer is implemented, just wrong).
+no "not implemented yet" (the wrong answer is implemented, just wrong),
+every failure being a failed assertion of the grader (a test that exits
+on its own does not count as rejecting the answer).
 Exits 0 when the grader failed as expected, 1 otherwise, printing why.
 """
 import re
@@ -46,6 +48,12 @@ def main():
                             "yet': every test must stop at the stub")
         if mode == "wrong" and stubbed:
             problems.append("the wrong answer reached a stub")
+        # Each failure must be a failed assertion of the grader, with its
+        # message; a test that ended by exit(1) on its own has none.
+        asserted = out.count("Assertion Failed")
+        if asserted < failing:
+            problems.append(f"only {asserted} of {failing} failure(s) come "
+                            "from a failed assertion")
     if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", out):
         problems.append("a sanitizer reported an error")
     if problems:

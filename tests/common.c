@@ -133,9 +133,9 @@ bool tg_test_close(const tg_tensor *actual, const tg_tensor *expected,
     if (!close) {
         int64_t i = worst >= 0 ? worst : bad;
         snprintf(report, report_size,
-                 "tensors of shape %s differ at flat index %lld: actual "
-                 "%.9g, expected %.9g (rtol %g, atol %g; first mismatch at "
-                 "%lld)",
+                 "tensors of shape %s differ; the worst element is at flat "
+                 "index %lld (C order): actual %.9g, expected %.9g (rtol "
+                 "%g, atol %g; the first mismatch is at flat index %lld)",
                  tg_shape_str(actual, s1), (long long)i, a[i], e[i], rtol,
                  atol, (long long)bad);
     } else if (report_size) {

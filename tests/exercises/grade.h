@@ -6,7 +6,8 @@
  * examples/exercises/, the reference solution in solutions/, or the
  * deliberately wrong answer in wrong/ (tests/exercises/meson.build).
  *
- * Every call of the student's code goes through EX_CALL, which fails the
+ * Every call of the student's code goes through EX_CALL (or
+ * EX_CALL_RECORDING), which fails the
  * test with a friendly "not implemented yet" when the call reached a stub,
  * and every result through ex_require, which fails with the library's error
  * message when the call returned NULL. So a stub or a failing exercise
@@ -25,10 +26,24 @@ void ex_stub_reset(void);
 void ex_check_stub(const char *statement);
 
 /* Runs stmt (a statement that calls into the exercise, such as
- * `dx = ex_softmax_backward(y, g)`) and fails the test if it reached a
- * stub. EX_STATEMENT (defined by each grader before including this
- * header) names the statement file in docs/exercises/. */
+ * `dx = ex_softmax_backward(y, g)`) with gradients disabled, as a backward
+ * runs, and fails the test if it reached a stub. With nothing recorded,
+ * an answer that hands the work to the tape (an op on fresh leaves, then
+ * tg_backward) fails: the exercises ask for the math. EX_STATEMENT
+ * (defined by each grader before including this header) names the
+ * statement file in docs/exercises/. */
 #define EX_CALL(stmt)                                                       \
+    do {                                                                    \
+        ex_stub_reset();                                                    \
+        tg_no_grad_begin();                                                 \
+        stmt;                                                               \
+        tg_no_grad_end();                                                   \
+        ex_check_stub(EX_STATEMENT);                                        \
+    } while (0)
+
+/* EX_CALL with gradients as the caller has them: for the exercises whose
+ * code must record on the tape (a custom op, a training loop). */
+#define EX_CALL_RECORDING(stmt)                                             \
     do {                                                                    \
         ex_stub_reset();                                                    \
         stmt;                                                               \

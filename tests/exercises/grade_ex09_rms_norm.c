@@ -24,7 +24,7 @@
 static tg_tensor *student(const tg_tensor *x, const tg_tensor *w, double eps)
 {
     tg_tensor *y;
-    EX_CALL(y = ex_rms_norm(x, w, eps));
+    EX_CALL_RECORDING(y = ex_rms_norm(x, w, eps));
     ex_require(y, "ex_rms_norm");
     ex_check_shape(y, "ex_rms_norm's result", x->shape, 2, NULL);
     return y;
@@ -68,7 +68,7 @@ static grads run(bool use_student, const tg_tensor *x, const tg_tensor *w,
     tg_tensor *yg = tg_mul(r.y, g);
     tg_tensor *loss = tg_sum(yg, NULL, 0, false);
     int rc;
-    EX_CALL(rc = tg_backward(loss));
+    EX_CALL_RECORDING(rc = tg_backward(loss));
     cr_assert_eq(rc, 0, "backward through %s failed:\n%s",
                  use_student ? "ex_rms_norm" : "the composed RMSNorm",
                  tg_last_error());
@@ -185,7 +185,7 @@ static tg_tensor *apply_student(tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     tg_tensor *y;
-    EX_CALL(y = ex_rms_norm(in[0], in[1], *(const double *)ctx));
+    EX_CALL_RECORDING(y = ex_rms_norm(in[0], in[1], *(const double *)ctx));
     return y;
 }
 

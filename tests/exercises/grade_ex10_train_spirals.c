@@ -47,7 +47,7 @@ static double train(setup *s, const tg_dataset *d, int epochs,
                     int64_t batch_size, tg_generator *g)
 {
     double loss;
-    EX_CALL(loss = ex_train(s->model, s->opt, d, epochs, batch_size, g));
+    EX_CALL_RECORDING(loss = ex_train(s->model, s->opt, d, epochs, batch_size, g));
     cr_assert(tg_module_is_training(s->model),
               "ex_train left the model in eval mode; it was given in "
               "training mode and is trained in training mode");

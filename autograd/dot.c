@@ -88,7 +88,7 @@ static int64_t add(graph *g, const tg_node *node, const tg_tensor *leaf)
         return k;
     if (g->n == g->cap) {
         int64_t cap = g->cap ? 2 * g->cap : 16;
-        vertex *v = realloc(g->v, (size_t)cap * sizeof *v);
+        vertex *v = tg_realloc(g->v, (size_t)cap * sizeof *v);
         if (!v)
             return -1;
         g->v = v;
@@ -96,7 +96,7 @@ static int64_t add(graph *g, const tg_node *node, const tg_tensor *leaf)
     }
     if (2 * (g->n + 1) > g->nslots) {
         int64_t nslots = g->nslots ? 2 * g->nslots : 32;
-        int64_t *slots = calloc((size_t)nslots, sizeof *slots);
+        int64_t *slots = tg_calloc((size_t)nslots, sizeof *slots);
         if (!slots)
             return -1;
         free(g->slots);

@@ -153,8 +153,8 @@ static int backward_into(check *c, tg_tensor *y, const double *seed,
 /* The analytical Jacobian, J[k * cols + j], one backward per output. */
 static int analytical(check *c, tg_tensor *y, double *J)
 {
-    double *seed = calloc((size_t)c->cols + 1, sizeof *seed);
-    double *g = malloc((size_t)(c->rows ? c->rows : 1) * sizeof *g);
+    double *seed = tg_calloc((size_t)c->cols + 1, sizeof *seed);
+    double *g = tg_malloc((size_t)(c->rows ? c->rows : 1) * sizeof *g);
     int rc = seed && g ? 0 : out_of_memory();
     for (int64_t j = 0; rc == 0 && j < c->cols; j++) {
         seed[j] = 1.0;
@@ -171,8 +171,8 @@ static int analytical(check *c, tg_tensor *y, double *J)
 /* The numerical Jacobian by central differences, J[k * cols + j]. */
 static int numerical(check *c, double *J)
 {
-    double *plus = malloc((size_t)c->cols * sizeof *plus + 1);
-    double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
+    double *plus = tg_malloc((size_t)c->cols * sizeof *plus + 1);
+    double *minus = tg_malloc((size_t)c->cols * sizeof *minus + 1);
     int rc = plus && minus ? 0 : out_of_memory();
     for (int i = 0; rc == 0 && i < c->nin; i++) {
         tg_tensor *x = c->in[i].x;
@@ -270,9 +270,9 @@ static void compare(check *c, const double *A, const double *N)
 static int zero_and_repeat(check *c, tg_tensor *y, const double *seed)
 {
     int64_t n = c->rows ? c->rows : 1;
-    double *g1 = malloc((size_t)n * sizeof *g1);
-    double *g2 = malloc((size_t)n * sizeof *g2);
-    double *zeros = calloc((size_t)c->cols + 1, sizeof *zeros);
+    double *g1 = tg_malloc((size_t)n * sizeof *g1);
+    double *g2 = tg_malloc((size_t)n * sizeof *g2);
+    double *zeros = tg_calloc((size_t)c->cols + 1, sizeof *zeros);
     int rc = g1 && g2 && zeros ? 0 : out_of_memory();
     if (rc == 0)
         rc = backward_into(c, y, zeros, g1);
@@ -347,12 +347,12 @@ static int unit_vector(tg_generator *gen, double *u, int64_t n)
 
 static int fast(check *c, tg_tensor *y)
 {
-    double *u = malloc((size_t)c->rows * sizeof *u + 1);
-    double *v = malloc((size_t)c->cols * sizeof *v + 1);
-    double *g = malloc((size_t)c->rows * sizeof *g + 1);
-    double *plus = malloc((size_t)c->cols * sizeof *plus + 1);
-    double *minus = malloc((size_t)c->cols * sizeof *minus + 1);
-    double *orig = malloc((size_t)c->rows * sizeof *orig + 1);
+    double *u = tg_malloc((size_t)c->rows * sizeof *u + 1);
+    double *v = tg_malloc((size_t)c->cols * sizeof *v + 1);
+    double *g = tg_malloc((size_t)c->rows * sizeof *g + 1);
+    double *plus = tg_malloc((size_t)c->cols * sizeof *plus + 1);
+    double *minus = tg_malloc((size_t)c->cols * sizeof *minus + 1);
+    double *orig = tg_malloc((size_t)c->rows * sizeof *orig + 1);
     tg_generator *gen = tg_generator_new(c->o.seed);
     int rc = u && v && g && plus && minus && orig && gen ? 0
                                                         : out_of_memory();
@@ -540,8 +540,8 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
         goto out;
     }
     size_t n = (size_t)(c.rows * c.cols) + 1;
-    A = malloc(n * sizeof *A);
-    N = malloc(n * sizeof *N);
+    A = tg_malloc(n * sizeof *A);
+    N = tg_malloc(n * sizeof *N);
     if (!A || !N) {
         tg_error("tg_gradcheck",
                  "out of memory for two %lld x %lld Jacobians\n"
@@ -558,7 +558,7 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
     if (rc == 0 && c.r->passed) {
         /* a zero gradient gives zero, then the whole analytical pass
          * again, compared exactly (N is free now) */
-        double *ones = malloc((size_t)c.cols * sizeof *ones + 1);
+        double *ones = tg_malloc((size_t)c.cols * sizeof *ones + 1);
         rc = ones ? 0 : out_of_memory();
         for (int64_t j = 0; rc == 0 && j < c.cols; j++)
             ones[j] = 1.0;

@@ -171,7 +171,7 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
     /* One allocation: the node, the op's parameters, then the edges. */
     size_t align = sizeof(max_align_t);
     size_t ctx_bytes = (ctx_size + align - 1) / align * align;
-    tg_node *n = calloc(1, sizeof *n + ctx_bytes +
+    tg_node *n = tg_calloc(1, sizeof *n + ctx_bytes +
                                (size_t)ninputs * sizeof(tg_edge));
     if (!n) {
         tg_error(name, "out of memory recording the op on the tape");
@@ -669,7 +669,7 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
      * any gradient moves, and hold every marked node for the passes. */
     uint64_t walk = ++the_tape.walks;
     int64_t nmarked = 0, cap = 64;
-    tg_node **marked = malloc((size_t)cap * sizeof *marked);
+    tg_node **marked = tg_malloc((size_t)cap * sizeof *marked);
     if (!marked) {
         tg_release(g);
         tg_error("tg_backward", "out of memory");
@@ -682,7 +682,7 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
             continue;
         pending--;
         if (nmarked == cap) {
-            tg_node **more = realloc(marked, (size_t)(cap *= 2) *
+            tg_node **more = tg_realloc(marked, (size_t)(cap *= 2) *
                                                  sizeof *marked);
             if (!more) {
                 tg_error("tg_backward", "out of memory");

@@ -31,6 +31,8 @@
 
 #include "nn.h"
 
+#include "../tensor/internal.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +54,7 @@ static int list_tensors(const char *fn, const tg_module *m,
     int nb = np < 0 ? -1 : tg_module_named_buffers(m, NULL, 0);
     if (nb < 0)
         return -1;
-    tg_named_tensor *items = malloc((size_t)(np + nb > 0 ? np + nb : 1) *
+    tg_named_tensor *items = tg_malloc((size_t)(np + nb > 0 ? np + nb : 1) *
                                     sizeof *items);
     if (!items) {
         tg_error(fn, "out of memory listing %d tensors", np + nb);
@@ -102,7 +104,7 @@ static char *file_path(const char *fn, const char *dir, const char *name)
         len--;
     bool root = len == 1 && dir[0] == '/';
     size_t size = len + strlen(name) + 6; // '/', ".npy", '\0'
-    char *path = malloc(size);
+    char *path = tg_malloc(size);
     if (!path) {
         tg_error(fn, "out of memory for a file name");
         return NULL;
@@ -142,7 +144,7 @@ static bool is_folder(const char *path)
 static int make_folders(const char *fn, const char *dir)
 {
     size_t len = strlen(dir);
-    char *path = malloc(len + 1);
+    char *path = tg_malloc(len + 1);
     if (!path) {
         tg_error(fn, "out of memory for a file name");
         return -1;
@@ -317,7 +319,7 @@ int tg_module_load(tg_module *m, const char *dir)
     int n = list_tensors(fn, m, &items);
     if (n < 0)
         return -1;
-    tg_tensor **loaded = calloc((size_t)(n > 0 ? n : 1), sizeof *loaded);
+    tg_tensor **loaded = tg_calloc((size_t)(n > 0 ? n : 1), sizeof *loaded);
     if (!loaded) {
         free(items);
         tg_error(fn, "out of memory for %d tensors", n);

@@ -330,7 +330,7 @@ int tg_dataset_split(const tg_dataset *d, double val_fraction,
                  val_fraction, (long long)n);
         return -1;
     }
-    int64_t *order = malloc((size_t)n * sizeof *order);
+    int64_t *order = tg_malloc((size_t)n * sizeof *order);
     if (!order) {
         tg_error(fn, "out of memory for a permutation of %lld rows",
                  (long long)n);
@@ -392,8 +392,8 @@ tg_batches *tg_batches_new(const tg_dataset *d, int64_t batch_size,
         return NULL;
     }
     int64_t n = d->x->shape[0];
-    tg_batches *it = calloc(1, sizeof *it);
-    int64_t *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    tg_batches *it = tg_calloc(1, sizeof *it);
+    int64_t *order = tg_malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     if (!it || !order) {
         free(it);
         free(order);

@@ -7,6 +7,8 @@
 #include "nn.h"
 #include "internal.h"
 
+#include "../tensor/internal.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,7 +44,7 @@ static void *grow(void *items, int n, int *cap, size_t size)
     if (n < *cap)
         return items;
     int more = *cap ? 2 * *cap : 8;
-    void *p = realloc(items, (size_t)more * size);
+    void *p = tg_realloc(items, (size_t)more * size);
     if (p)
         *cap = more;
     return p;
@@ -59,8 +61,8 @@ tg_module *tg_module_new(const tg_module_type *type)
                  "my_forward, NULL, sizeof(my_data)};");
         return NULL;
     }
-    tg_module *m = calloc(1, sizeof *m);
-    if (m && type->data_size && !(m->data = calloc(1, type->data_size))) {
+    tg_module *m = tg_calloc(1, sizeof *m);
+    if (m && type->data_size && !(m->data = tg_calloc(1, type->data_size))) {
         free(m);
         m = NULL;
     }
@@ -527,7 +529,7 @@ int tg_module_to_dtype(tg_module *m, tg_dtype dtype)
     }
     slot_list l = {0};
     gather_slots(m, &l);
-    tg_tensor **fresh = l.failed ? NULL : calloc((size_t)l.n + 1,
+    tg_tensor **fresh = l.failed ? NULL : tg_calloc((size_t)l.n + 1,
                                                  sizeof *fresh);
     int rc = fresh ? 0 : -1;
     if (!fresh)
@@ -579,7 +581,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...)
         return;
     if (b->len + (size_t)n + 1 > b->cap) {
         size_t cap = 2 * (b->len + (size_t)n + 1);
-        char *t = realloc(b->text, cap);
+        char *t = tg_realloc(b->text, cap);
         if (!t) {
             b->failed = true;
             return;

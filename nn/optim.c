@@ -173,7 +173,7 @@ static bool adam_config_ok(const char *fn, const tg_adam_config *c)
 static tg_optimizer *optimizer_alloc(const char *fn, optim_kind kind,
                                      double lr)
 {
-    tg_optimizer *opt = calloc(1, sizeof *opt);
+    tg_optimizer *opt = tg_calloc(1, sizeof *opt);
     if (!opt) {
         tg_error(fn, "out of memory");
         return NULL;
@@ -194,7 +194,7 @@ static tg_optimizer *add_module(tg_optimizer *opt, const tg_module *m)
     if (!opt || !m)
         return opt;
     int n = tg_module_named_parameters(m, NULL, 0);
-    tg_named_tensor *list = n > 0 ? malloc((size_t)n * sizeof *list) : NULL;
+    tg_named_tensor *list = n > 0 ? tg_malloc((size_t)n * sizeof *list) : NULL;
     if (n < 0 || (n > 0 && !list)) {
         if (n >= 0)
             tg_error(opt->fn, "out of memory");
@@ -291,7 +291,7 @@ static int add_parameter(const char *fn, tg_optimizer *opt, tg_tensor *p,
             return 0; // already there: stepped once
     if (opt->n == opt->cap) {
         int cap = opt->cap ? 2 * opt->cap : 8;
-        param_slot *slots = realloc(opt->slots, (size_t)cap * sizeof *slots);
+        param_slot *slots = tg_realloc(opt->slots, (size_t)cap * sizeof *slots);
         if (!slots) {
             tg_error(fn, "out of memory");
             return -1;

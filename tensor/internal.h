@@ -35,6 +35,16 @@ bool tg_shape_arg_ok(const char *fn, const int64_t *shape, int ndim);
  * overflowing product) and returns its element count, or -1 with an error. */
 int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim);
 
+/* -------------------------------------------------------------- memory */
+
+/* Every allocation the library makes goes through these, so that
+ * tg_fail_allocations_after() can make any of them fail. Same contracts as
+ * the C functions (tg_aligned_alloc: size rounded up by the caller). */
+void *tg_malloc(size_t size);
+void *tg_calloc(size_t count, size_t size);
+void *tg_realloc(void *p, size_t size);
+void *tg_aligned_alloc(size_t alignment, size_t size);
+
 /* ------------------------------------------------------------------ random */
 
 /* One integer in [0, range) from g (NULL: the default generator), drawn

@@ -723,12 +723,12 @@ tg_tensor *tg_load_npy(const char *path)
     }
     /* Read everything (works for pipes too), doubling the buffer. */
     size_t cap = 4096, n = 0;
-    unsigned char *buf = malloc(cap);
+    unsigned char *buf = tg_malloc(cap);
     bool ok = buf != NULL;
     while (ok) {
         if (n == cap) {
             unsigned char *bigger = cap <= SIZE_MAX / 2
-                                        ? realloc(buf, cap * 2)
+                                        ? tg_realloc(buf, cap * 2)
                                         : NULL;
             if (!bigger) {
                 ok = false;

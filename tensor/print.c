@@ -95,7 +95,7 @@ static void sb_append(strbuf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
             cap *= 2;
-        char *s2 = realloc(b->s, cap);
+        char *s2 = tg_realloc(b->s, cap);
         if (!s2) {
             b->failed = true;
             return;

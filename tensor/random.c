@@ -428,7 +428,7 @@ uint64_t tg_random_below(tg_generator *g, uint64_t range)
 
 tg_generator *tg_generator_new(uint64_t seed)
 {
-    tg_generator *g = malloc(sizeof *g);
+    tg_generator *g = tg_malloc(sizeof *g);
     if (!g) {
         tg_error("tg_generator_new",
                  "out of memory allocating a generator (%zu bytes)",

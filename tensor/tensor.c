@@ -27,12 +27,12 @@ int64_t tg_live_storages(void)
 
 static tg_storage *storage_new(size_t nbytes)
 {
-    tg_storage *s = calloc(1, sizeof *s);
+    tg_storage *s = tg_calloc(1, sizeof *s);
     if (!s)
         return NULL;
     /* aligned_alloc wants a multiple of the alignment; round up. */
     size_t padded = (nbytes + 63) / 64 * 64;
-    s->data = aligned_alloc(64, padded ? padded : 64);
+    s->data = tg_aligned_alloc(64, padded ? padded : 64);
     if (!s->data) {
         free(s);
         return NULL;
@@ -55,7 +55,7 @@ static void storage_release(tg_storage *s)
 static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
                                int ndim)
 {
-    tg_tensor *t = calloc(1, sizeof *t);
+    tg_tensor *t = tg_calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->dtype = dtype;

@@ -127,6 +127,14 @@ void tg_release(tg_tensor *t);      // NULL is a no-op
 int64_t tg_live_tensors(void);      // tensors alive in the process
 int64_t tg_live_storages(void);
 
+/* Test hook for out-of-memory paths: on the calling thread, the next n
+ * allocations the library makes succeed and every one after them fails as
+ * if memory had run out, until the hook is set again; n < 0 switches it
+ * off (the default). Other threads are not affected. Returns how many
+ * allocations the previous setting made fail, so a test can sweep n = 0,
+ * 1, 2, ... until an operation completes with nothing failed. */
+int64_t tg_fail_allocations_after(int64_t n);
+
 /* ---------------------------------------------------------------- create */
 
 /* All return new references; arguments borrowed. shape may be NULL when

@@ -320,7 +320,7 @@ static int batch_norm_backward(tg_node *node, const tg_tensor *g,
     tg_tensor *xc = tg_contiguous_as(x, x->dtype);
     tg_tensor *wc = w ? tg_contiguous_as(w, x->dtype) : NULL;
     tg_tensor *dx = need_x ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
-    double *sums = malloc(2 * ((size_t)l->C + 1) * sizeof *sums);
+    double *sums = tg_malloc(2 * ((size_t)l->C + 1) * sizeof *sums);
     if (!dy || !xc || (w && !wc) || (need_x && !dx) || !sums) {
         if (dy && xc)
             tg_error("tg_batch_norm", "out of memory in the backward");

@@ -252,8 +252,8 @@ static int layer_norm_backward(tg_node *node, const tg_tensor *g,
     tg_tensor *wc = w ? tg_contiguous_as(w, x->dtype) : NULL;
     tg_tensor *dx = tg_node_needs_grad(node, 0)
                         ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
-    double *dw = need_w ? calloc((size_t)c->cols + 1, sizeof *dw) : NULL;
-    double *db = need_b ? calloc((size_t)c->cols + 1, sizeof *db) : NULL;
+    double *dw = need_w ? tg_calloc((size_t)c->cols + 1, sizeof *dw) : NULL;
+    double *db = need_b ? tg_calloc((size_t)c->cols + 1, sizeof *db) : NULL;
     if (!dy || !xc || (w && !wc) || (tg_node_needs_grad(node, 0) && !dx) ||
         (need_w && !dw) || (need_b && !db)) {
         if (dy && xc)

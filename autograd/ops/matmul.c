@@ -243,7 +243,7 @@ static int matmul_run(const tg_tensor *va, const tg_tensor *vb,
 {
     int64_t m = s->m, k = s->k, n = s->n;
     /* n + 1: malloc(0) may return NULL. 8 bytes fit double and uint64_t. */
-    void *acc = naive ? NULL : malloc(sizeof(double) * (size_t)(n + 1));
+    void *acc = naive ? NULL : tg_malloc(sizeof(double) * (size_t)(n + 1));
     if (!naive && !acc) {
         tg_error("tg_matmul", "out of memory for a row of %lld sums",
                  (long long)n);

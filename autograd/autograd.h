@@ -19,6 +19,9 @@
  * memory once its tensors are released.
  *
  * The tape is per thread: a graph belongs to the thread that recorded it.
+ * Only that thread extends it, runs its backward and releases its tensors;
+ * another thread that tries is refused with an error (docs/tensor.md,
+ * Threads).
  *
  * Ownership as everywhere: returned tensors are NEW references, arguments
  * are BORROWED; x->grad belongs to x.
@@ -87,6 +90,34 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts);
 void tg_no_grad_begin(void);
 void tg_no_grad_end(void);
 bool tg_is_grad_enabled(void);
+
+/* -------------------------------------------------------- anomaly mode */
+/*
+ * As torch.autograd.detect_anomaly, checking forwards too: while it is on,
+ * every op recorded on the tape checks its float output, and tg_backward
+ * checks every gradient each backward gives. The first NaN or infinity
+ * fails: the op returns NULL (nothing recorded) or tg_backward returns -1,
+ * with an error naming the op (its grad_fn name), the shapes, the first
+ * bad element and its place on the tape, and saying whether the inputs
+ * (or the incoming gradient) were already not finite. Later ops pass the
+ * NULL on silently, so a training loop stops at the first anomaly.
+ *
+ * Ops that are not recorded (under no_grad, or with no input that needs a
+ * gradient) are not checked. Checking reads every element of every
+ * recorded output and gradient once: worth it while hunting a NaN, not for
+ * every run. Off, it costs one test per op.
+ */
+
+/* The environment variable that turns detection on for every thread that
+ * has not set it itself: TG_DETECT_ANOMALY=1. Read once, at the first use
+ * of anomaly detection in the process. */
+#define TG_DETECT_ANOMALY "TG_DETECT_ANOMALY"
+
+/* Turns anomaly detection on or off for this thread (each thread has its
+ * own setting, as grad mode). Returns the previous setting. */
+bool tg_set_detect_anomaly(bool on);
+/* Whether anomaly detection is on for this thread. */
+bool tg_is_anomaly_enabled(void);
 
 /* -------------------------------------------------------------- the tape */
 

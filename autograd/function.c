@@ -7,6 +7,7 @@
  * tensors into it; it goes on the tape only when an input needs a
  * gradient, and is thrown away otherwise.
  */
+#include "anomaly.h"
 #include "tape.h"
 
 #include <stdlib.h>
@@ -61,10 +62,18 @@ tg_tensor *tg_function_apply(const tg_function *f,
     if (!ctx)
         return NULL;
 
+    tg_clear_error(); // to tell a forward that reported from one that did not
     tg_no_grad_begin();
     tg_tensor *out = f->forward(ctx, inputs, ninputs, args);
     tg_no_grad_end();
     if (!out) {
+        if (!*tg_last_error())
+            tg_error("tg_function_apply",
+                     "the forward of %s returned NULL without saying why\n"
+                     "  rule: a forward that fails reports the reason with "
+                     "tg_error (a failing tapegrad op already has)\n"
+                     "  hint: look at the forward of %s",
+                     f->name, f->name);
         tg_node_discard(ctx);
         return NULL;
     }
@@ -86,18 +95,61 @@ tg_tensor *tg_function_apply(const tg_function *f,
         tg_node_discard(ctx);
         return out;
     }
+    if (tg_anomaly_on() && tg_anomaly_check_forward("tg_function_apply",
+                                                    f->name, out, inputs,
+                                                    ninputs) < 0) {
+        tg_release(out);
+        tg_node_discard(ctx);
+        return NULL;
+    }
     tg_node_attach(ctx, out);
     return out;
 }
 
+/* NULL ctx: only a forward or backward receives a ctx, from the library. */
+static bool ctx_ok(const char *fn, const tg_ctx *ctx)
+{
+    if (ctx)
+        return true;
+    tg_error(fn,
+             "ctx is NULL\n"
+             "  rule: pass the ctx your forward or backward received\n"
+             "  hint: ctx is the first argument of the tg_function's "
+             "forward and backward");
+    return false;
+}
+
 int tg_ctx_save(tg_ctx *ctx, const tg_tensor *t)
 {
-    return ctx ? tg_node_save(ctx, t) : -1;
+    if (!ctx_ok("tg_ctx_save", ctx))
+        return -1;
+    if (t && ctx->nsaved == TG_MAX_SAVED) {
+        tg_error("tg_ctx_save",
+                 "%s already saved %d tensors\n"
+                 "  rule: a function saves at most %d tensors for its "
+                 "backward\n"
+                 "  hint: save fewer (recompute cheap ones in backward), or "
+                 "stack several into one tensor",
+                 ctx->name, ctx->nsaved, TG_MAX_SAVED);
+        ctx->save_failed = true; // backward refuses to run without it
+        return -1;
+    }
+    return tg_node_save(ctx, t);
 }
 
 const tg_tensor *tg_ctx_saved(const tg_ctx *ctx, int i)
 {
-    return ctx ? tg_node_saved(ctx, i) : NULL;
+    if (!ctx_ok("tg_ctx_saved", ctx))
+        return NULL;
+    const tg_tensor *t = tg_node_saved(ctx, i);
+    if (!t && (i < 0 || i >= ctx->nsaved)) {
+        tg_error("tg_ctx_saved",
+                 "%s has no saved tensor %d\n"
+                 "  rule: i is an index tg_ctx_save returned, in [0, %d)\n"
+                 "  hint: save it in the forward with tg_ctx_save(ctx, t)",
+                 ctx->name, i, ctx->nsaved);
+    }
+    return t;
 }
 
 bool tg_ctx_needs_grad(const tg_ctx *ctx, int i)

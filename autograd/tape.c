@@ -25,8 +25,10 @@
  * Not here: the ops' own backward functions (autograd/ops/), custom
  * functions (function.c), gradcheck (gradcheck.c), Graphviz (dot.c).
  */
+#include "anomaly.h"
 #include "tape.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,9 +42,39 @@ typedef struct tape {
     tg_node *dying;         // nodes whose count reached zero, to free
     bool freeing;
     const char *in_backward; // the node whose backward runs, or NULL
+    uint64_t id;            // 0 until this thread records its first node
 } tape;
 
 static _Thread_local tape the_tape;
+
+/* Numbers the tapes, so that a node knows which thread's tape holds it.
+ * (Not the tape's address: a new thread may get a finished one's.) */
+static _Atomic uint64_t tapes_numbered;
+
+static uint64_t tape_id(void)
+{
+    if (!the_tape.id)
+        the_tape.id = atomic_fetch_add_explicit(&tapes_numbered, 1,
+                                                memory_order_relaxed) + 1;
+    return the_tape.id;
+}
+
+/* Reports, as fn, that t was made on another thread's tape. Such a graph
+ * is left alone: its nodes are linked into that thread's list, and
+ * touching them here would corrupt it (and race with its owner). */
+static void foreign_graph_error(const char *fn, const char *what,
+                                const tg_tensor *t)
+{
+    tg_error(fn,
+             "%s was made by %s on another thread\n"
+             "  rule: a graph belongs to the thread that recorded it: only "
+             "that thread extends it, runs its backward and releases its "
+             "tensors\n"
+             "  hint: pass tensors between threads without history "
+             "(tg_detach(t), or tg_item for a number), and release this "
+             "one on its own thread",
+             what, t->grad_fn->name);
+}
 
 int64_t tg_tape_size(void)
 {
@@ -56,8 +88,18 @@ void tg_no_grad_begin(void)
 
 void tg_no_grad_end(void)
 {
-    if (the_tape.no_grad_depth > 0)
+    if (the_tape.no_grad_depth > 0) {
         the_tape.no_grad_depth--;
+        return;
+    }
+    /* Unmatched: ignoring it would hide the bug until a later end closes
+     * the wrong scope and gradients come back too early. */
+    tg_error("tg_no_grad_end",
+             "called without a matching tg_no_grad_begin\n"
+             "  rule: each tg_no_grad_end closes one tg_no_grad_begin of "
+             "the same thread\n"
+             "  hint: look for an end called twice, or an end on a path "
+             "that skipped its begin");
 }
 
 bool tg_is_grad_enabled(void)
@@ -130,13 +172,18 @@ void tg_node_unref(tg_node *n)
 }
 
 /* The hooks tensor/ calls. */
-static void tensor_freed(tg_tensor *t)
+static bool tensor_freed(tg_tensor *t)
 {
     tg_node *n = t->grad_fn;
-    if (n->out == t) {
-        n->out = NULL;
-        tg_node_unref(n);
+    if (n->out != t)
+        return true;
+    if (n->tape_id != the_tape.id) {
+        foreign_graph_error("tg_release", "the tensor released", t);
+        return false;
     }
+    n->out = NULL;
+    tg_node_unref(n);
+    return true;
 }
 
 static const char *grad_fn_name(const tg_node *n)
@@ -168,6 +215,16 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
                      size_t ctx_size, const tg_tensor *const *inputs,
                      int ninputs)
 {
+    for (int i = 0; i < ninputs; i++) {
+        const tg_tensor *x = inputs[i];
+        if (x && x->requires_grad && x->grad_fn &&
+            x->grad_fn->tape_id != the_tape.id) {
+            char what[32];
+            snprintf(what, sizeof what, "input %d", i);
+            foreign_graph_error(name, what, x);
+            return NULL;
+        }
+    }
     /* One allocation: the node, the op's parameters, then the edges. */
     size_t align = sizeof(max_align_t);
     size_t ctx_bytes = (ctx_size + align - 1) / align * align;
@@ -214,6 +271,7 @@ void tg_node_attach(tg_node *n, tg_tensor *out)
     out->requires_grad = true;
     out->grad_fn = n;
     n->on_tape = true;
+    n->tape_id = tape_id();
     n->prev = the_tape.last;
     if (the_tape.last)
         the_tape.last->next = n;
@@ -244,6 +302,12 @@ tg_node *tg_record(const tg_op *op, tg_tensor **out,
                  "  rule: an op records one node; a forward built from "
                  "other ops must run them under tg_no_grad_begin/end",
                  o->grad_fn->name);
+        tg_release(o);
+        *out = NULL;
+        return NULL;
+    }
+    if (tg_anomaly_on() &&
+        tg_anomaly_check_forward(NULL, op->name, o, inputs, ninputs) < 0) {
         tg_release(o);
         *out = NULL;
         return NULL;
@@ -459,13 +523,27 @@ static int check_node(const tg_node *n)
         return -1;
     }
     if (n->save_failed) {
+        /* Full: a custom forward saved too many (tg_ctx_save said so).
+         * Otherwise memory ran out while the forward saved (the forward
+         * still returned its output; the failure shows here, so the
+         * message must say what it was). */
+        bool full = n->nsaved == TG_MAX_SAVED;
+        char rule[96];
+        snprintf(rule, sizeof rule, "a node keeps at most %d tensors",
+                 TG_MAX_SAVED);
         tg_error("tg_backward",
                  "%s could not keep a tensor it needs for backward\n"
-                 "  rule: saving needs memory, and at most %d tensors per "
-                 "node\n"
-                 "  hint: free memory, or save fewer tensors in a custom "
-                 "function",
-                 n->name, TG_MAX_SAVED);
+                 "  rule: %s\n"
+                 "  hint: %s",
+                 n->name,
+                 full ? rule
+                      : "saving needs memory, and the forward ran out of "
+                        "memory while it saved",
+                 full ? "save fewer tensors in the custom function (stack "
+                        "several into one)"
+                      : "free memory (release the tensors you no longer "
+                        "need, or use a smaller batch) and run the "
+                        "forward again");
         return -1;
     }
     for (int i = 0; i < n->ninputs; i++) {
@@ -558,6 +636,11 @@ static int node_backward(tg_node *n, const tg_backward_options *o)
             if (!(g = cast))
                 goto fail;
         }
+        /* After the cast: narrowing to float32 can overflow too. */
+        if (tg_anomaly_on() && tg_anomaly_check_backward(n, i, g) < 0) {
+            tg_release(g);
+            goto fail;
+        }
         if (e->leaf && !wanted(o, e->leaf)) {
             tg_release(g);
             continue;
@@ -627,8 +710,18 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
     static const tg_backward_options defaults = {0};
     if (!opts)
         opts = &defaults;
-    if (!root || (opts->ninputs > 0 && !opts->inputs))
+    if (!root)
         return -1;
+    if (opts->ninputs < 0 || (opts->ninputs > 0 && !opts->inputs)) {
+        tg_error("tg_backward",
+                 "tg_backward_options has inputs %s and ninputs %d\n"
+                 "  rule: inputs points to ninputs >= 0 leaves (NULL only "
+                 "when ninputs is 0)\n"
+                 "  hint: tg_tensor *leaves[] = {w, b}; then .inputs = "
+                 "leaves, .ninputs = 2",
+                 opts->inputs ? "given" : "NULL", opts->ninputs);
+        return -1;
+    }
     char rs[TG_SHAPE_STR_MAX];
     if (the_tape.in_backward) {
         tg_error("tg_backward",
@@ -638,6 +731,10 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
                  "  hint: compute what you need in the forward and save "
                  "it with tg_ctx_save",
                  the_tape.in_backward);
+        return -1;
+    }
+    if (root->grad_fn && root->grad_fn->tape_id != the_tape.id) {
+        foreign_graph_error("tg_backward", "the root", root);
         return -1;
     }
     if (!root->requires_grad) {

@@ -26,6 +26,7 @@ struct tg_node {
     tg_node *prev, *next;          // neighbours on the tape
     tg_node *next_dying;           // queue of nodes being freed
     bool on_tape;
+    uint64_t tape_id;              // the thread's tape it is on (from 1)
     int64_t refs;                  // output alive + later nodes linking here
     tg_tensor *out;                // borrowed; NULL once the output died
     tg_dtype out_dtype;

@@ -249,7 +249,9 @@ tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b);
  * records its first node, so a tensor with a grad_fn can tell its node it
  * died, and printing can name the node. */
 typedef struct tg_autograd_hooks {
-    void (*tensor_freed)(tg_tensor *t);              // t->grad_fn != NULL
+    /* t->grad_fn != NULL. False refuses: t stays alive (its node is on
+     * another thread's tape, which this thread must not touch). */
+    bool (*tensor_freed)(tg_tensor *t);
     const char *(*grad_fn_name)(const struct tg_node *node);
     bool (*grad_enabled)(void);                      // this thread's mode
 } tg_autograd_hooks;

@@ -7,22 +7,29 @@
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Atomic because every thread makes and frees tensors; relaxed because a
+ * count publishes nothing (no data is read because of its value). Relaxed
+ * also keeps ThreadSanitizer useful: an ordered read-modify-write for every
+ * tensor made would order the threads' work and hide their races. */
 static _Atomic int64_t live_tensors;
 static _Atomic int64_t live_storages;
+#define COUNT_ADD(c, n) \
+    atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
 
 int64_t tg_live_tensors(void)
 {
-    return atomic_load(&live_tensors);
+    return atomic_load_explicit(&live_tensors, memory_order_relaxed);
 }
 
 int64_t tg_live_storages(void)
 {
-    return atomic_load(&live_storages);
+    return atomic_load_explicit(&live_storages, memory_order_relaxed);
 }
 
 static tg_storage *storage_new(size_t nbytes)
@@ -39,7 +46,7 @@ static tg_storage *storage_new(size_t nbytes)
     }
     s->nbytes = nbytes;
     s->refcount = 1;
-    atomic_fetch_add(&live_storages, 1);
+    COUNT_ADD(live_storages, 1);
     return s;
 }
 
@@ -49,7 +56,7 @@ static void storage_release(tg_storage *s)
         return;
     free(s->data);
     free(s);
-    atomic_fetch_sub(&live_storages, 1);
+    COUNT_ADD(live_storages, -1);
 }
 
 static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
@@ -71,7 +78,7 @@ static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
     for (int d = 0; d < ndim && t->numel; d++)
         t->numel *= shape[d];
     t->refcount = 1;
-    atomic_fetch_add(&live_tensors, 1);
+    COUNT_ADD(live_tensors, 1);
     return t;
 }
 
@@ -83,7 +90,7 @@ tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
     t->storage = storage_new((size_t)t->numel * tg_dtype_size(dtype));
     if (!t->storage) {
         free(t);
-        atomic_fetch_sub(&live_tensors, 1);
+        COUNT_ADD(live_tensors, -1);
         goto oom;
     }
     tg_contiguous_strides(shape, ndim, t->strides);
@@ -120,16 +127,18 @@ tg_tensor *tg_view_make(const tg_tensor *base, const int64_t *shape,
     return t;
 }
 
+/* Set by every thread that records (always to the same static constant
+ * table, so the pointer orders nothing: relaxed, as the counts above). */
 static _Atomic(const tg_autograd_hooks *) autograd_hooks;
 
 void tg_set_autograd_hooks(const tg_autograd_hooks *hooks)
 {
-    atomic_store(&autograd_hooks, hooks);
+    atomic_store_explicit(&autograd_hooks, hooks, memory_order_relaxed);
 }
 
 const tg_autograd_hooks *tg_get_autograd_hooks(void)
 {
-    return atomic_load(&autograd_hooks);
+    return atomic_load_explicit(&autograd_hooks, memory_order_relaxed);
 }
 
 bool tg_write_allowed(const char *fn, const tg_tensor *x)
@@ -169,12 +178,14 @@ void tg_release(tg_tensor *t)
 {
     if (!t || --t->refcount > 0)
         return;
-    if (t->grad_fn)
-        tg_get_autograd_hooks()->tensor_freed(t);
+    if (t->grad_fn && !tg_get_autograd_hooks()->tensor_freed(t)) {
+        t->refcount = 1; // refused (the hook said why): the caller keeps it
+        return;
+    }
     tg_release(t->grad);
     storage_release(t->storage);
     free(t);
-    atomic_fetch_sub(&live_tensors, 1);
+    COUNT_ADD(live_tensors, -1);
 }
 
 /* ------------------------------------------------------------------ create */
@@ -188,6 +199,33 @@ static bool dtype_ok(const char *fn, tg_dtype dtype)
              "  rule: dtype must be TG_FLOAT32, TG_FLOAT64 or TG_INT64",
              (int)dtype);
     return false;
+}
+
+/* Whether value can be stored in a dtype element without becoming another
+ * number: int64 has no NaN or infinity and holds [-2^63, 2^63); float32
+ * overflows past FLT_MAX (to infinity). PyTorch refuses these too ("value
+ * cannot be converted to type int64_t without overflow"). */
+static bool value_fits(const char *fn, double value, tg_dtype dtype)
+{
+    const double two63 = 9223372036854775808.0; // 2^63, exact in double
+    if (dtype == TG_INT64 && !(value >= -two63 && value < two63)) {
+        tg_error(fn,
+                 "cannot store %g in an int64 tensor\n"
+                 "  rule: int64 holds integers in [-2^63, 2^63), and has no "
+                 "NaN or infinity\n"
+                 "  hint: use TG_FLOAT32 or TG_FLOAT64 for this value",
+                 value);
+        return false;
+    }
+    if (dtype == TG_FLOAT32 && isfinite(value) && fabs(value) > FLT_MAX) {
+        tg_error(fn,
+                 "cannot store %g in a float32 tensor\n"
+                 "  rule: a finite float32 has |value| <= %g\n"
+                 "  hint: use TG_FLOAT64 for this value",
+                 value, (double)FLT_MAX);
+        return false;
+    }
+    return true;
 }
 
 static tg_tensor *checked_alloc(const char *fn, const int64_t *shape,
@@ -245,6 +283,8 @@ tg_tensor *tg_ones(const int64_t *shape, int ndim, tg_dtype dtype)
 tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
                    tg_dtype dtype)
 {
+    if (!dtype_ok("tg_full", dtype) || !value_fits("tg_full", value, dtype))
+        return NULL;
     return filled("tg_full", shape, ndim, value, dtype);
 }
 
@@ -368,7 +408,9 @@ tg_tensor *tg_ones_like(const tg_tensor *x)
 
 tg_tensor *tg_full_like(const tg_tensor *x, double value)
 {
-    return x ? tg_full(x->shape, x->ndim, value, x->dtype) : NULL;
+    if (!x || !value_fits("tg_full_like", value, x->dtype))
+        return NULL;
+    return tg_full(x->shape, x->ndim, value, x->dtype);
 }
 
 /* ----------------------------------------------------------------- inspect */
@@ -459,7 +501,14 @@ static int64_t index_offset(const char *fn, const tg_tensor *x,
                             const int64_t *index, int nindex)
 {
     char s[TG_SHAPE_STR_MAX];
-    if (nindex != x->ndim || (nindex > 0 && !index)) {
+    if (nindex > 0 && !index) {
+        tg_error(fn,
+                 "index is NULL but nindex is %d\n"
+                 "  hint: pass one index per dim, e.g. (int64_t[]){0, 1}",
+                 nindex);
+        return -1;
+    }
+    if (nindex != x->ndim) {
         tg_error(fn,
                  "got %d indices for a tensor of shape %s\n"
                  "  rule: give one index per dim (%d)",
@@ -487,11 +536,16 @@ int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
 {
     if (!x)
         return -1;
+    if (!out) {
+        tg_error("tg_get", "out is NULL\n"
+                           "  hint: pass the address of a double: "
+                           "tg_get(x, index, nindex, &v)");
+        return -1;
+    }
     int64_t off = index_offset("tg_get", x, index, nindex);
     if (off < 0)
         return -1;
-    if (out)
-        *out = read_at(x, off);
+    *out = read_at(x, off);
     return 0;
 }
 
@@ -595,11 +649,17 @@ int tg_fill_(tg_tensor *x, double value)
 {
     if (!x || !tg_write_allowed("tg_fill_", x))
         return -1;
-    tg_tensor *v = tg_scalar(value, x->dtype);
-    if (!v)
-        return -1;
-    copy_unchecked(x, v);
-    tg_release(v);
+    /* The value as a 0-d tensor on the stack: a fill needs no memory, so
+     * it cannot fail when memory runs out (tg_zero_grad, which cannot
+     * report, and the last step of an update that must not stop half
+     * way rely on it). */
+    union { float f32; double f64; int64_t i64; } cell;
+    tg_storage storage = {.data = &cell, .nbytes = sizeof cell,
+                          .refcount = 1};
+    tg_tensor v = {.dtype = x->dtype, .numel = 1, .storage = &storage,
+                   .refcount = 1};
+    fill_contiguous(&v, value);
+    copy_unchecked(x, &v);
     x->storage->version++;
     return 0;
 }

@@ -120,7 +120,10 @@ bool tg_dtype_is_float(tg_dtype dtype);
  * goes up by one); t is borrowed. */
 tg_tensor *tg_retain(tg_tensor *t); // returns t; NULL-safe
 /* Takes ownership of the caller's reference to t and gives it up; a tensor
- * and its storage are freed with their last reference. */
+ * and its storage are freed with their last reference. A tensor made by a
+ * recorded op belongs to the thread whose tape recorded it: released on
+ * another thread, it is refused with an error and the reference stays the
+ * caller's. */
 void tg_release(tg_tensor *t);      // NULL is a no-op
 /* Tensors and storages alive in the process: 0 once a program has released
  * everything it made. */
@@ -216,8 +219,14 @@ void tg_generator_free(tg_generator *g);
 /* The default generator (used whenever g is NULL) is one static object per
  * process, seeded with PyTorch's default seed, with no lock: it is not
  * thread-safe. A thread that draws numbers while another does must use its
- * own generator from tg_generator_new(). tg_generator_free(NULL) and
- * tg_generator_seed(NULL, s) do nothing. */
+ * own generator from tg_generator_new(). Besides the functions given a
+ * NULL g (tg_rand, tg_randn, tg_randint, tg_uniform_, tg_normal_, the
+ * datasets, the split and the batches of nn/), it is what tg_manual_seed
+ * seeds and what tg_linear_new and tg_mlp_new draw initial weights from,
+ * and what Dropout draws its masks from in training mode: so make the
+ * models on one thread (or one at a time) before handing each to its
+ * thread, and train them there without Dropout. tg_generator_free(NULL)
+ * and tg_generator_seed(NULL, s) do nothing. */
 tg_generator *tg_default_generator(void); // borrowed
 /* torch.manual_seed(seed) on the default generator; tg_generator_seed does
  * the same on g (g borrowed). */

@@ -499,6 +499,21 @@ static void release_work(tg_optimizer *opt)
     }
 }
 
+/* After a failed prepare: the state made for parameters that have not
+ * stepped yet goes too (it is zeros, made again at their first step), so
+ * a failed step leaves the optimiser as it was and gives the memory back. */
+static void release_fresh_state(tg_optimizer *opt)
+{
+    for (int i = 0; i < opt->n; i++) {
+        param_slot *s = &opt->slots[i];
+        if (s->step > 0)
+            continue;
+        tg_release(s->buf);
+        tg_release(s->sq);
+        s->buf = s->sq = NULL;
+    }
+}
+
 /* One parameter's update on contiguous data (the parameter's own, or the
  * copy of a non-contiguous one). */
 static void update(const tg_optimizer *opt, param_slot *s, tg_tensor *target)
@@ -542,6 +557,7 @@ int tg_optimizer_step(tg_optimizer *opt)
         return -1;
     if (prepare(opt, fn) < 0) {
         release_work(opt);
+        release_fresh_state(opt);
         return -1;
     }
     /* Nothing can fail from here on. The writes bypass the tape, as

@@ -169,20 +169,37 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
 
 /* ------------------------------------------------------ running statistics */
 
-/* running = (1 - momentum) * running + momentum * batch, in place and
- * without a gradient (both are (C,)). Shared by the fused and the composed
- * forms. Returns 0 or -1. */
-static int running_update(tg_tensor *running, const tg_tensor *batch,
-                          double momentum)
+/* (1 - momentum) * running + momentum * batch, a new tensor (both are
+ * (C,)). */
+static tg_tensor *running_next(const tg_tensor *running,
+                               const tg_tensor *batch, double momentum)
 {
-    tg_no_grad_begin();
     tg_tensor *kept = tg_mul_scalar(running, 1.0 - momentum);
     tg_tensor *added = tg_mul_scalar(batch, momentum);
     tg_tensor *sum = tg_add(kept, added);
-    int rc = sum ? tg_copy_(running, sum) : -1;
-    tg_release(sum);
     tg_release(added);
     tg_release(kept);
+    return sum;
+}
+
+/* Both running statistics moved towards the batch's, in place and without
+ * a gradient. Shared by the fused and the composed forms. Both new values
+ * are computed before either is written, so a failure (out of memory)
+ * leaves the two as they were, never one updated without the other.
+ * Returns 0 or -1. */
+static int running_update(tg_tensor *running_mean, const tg_tensor *mean,
+                          tg_tensor *running_var, const tg_tensor *var,
+                          double momentum)
+{
+    tg_no_grad_begin();
+    tg_tensor *m = running_next(running_mean, mean, momentum);
+    tg_tensor *v = m ? running_next(running_var, var, momentum) : NULL;
+    int rc = v && tg_copy_(running_mean, m) == 0 &&
+                     tg_copy_(running_var, v) == 0
+                 ? 0
+                 : -1;
+    tg_release(v);
+    tg_release(m);
     tg_no_grad_end();
     return rc;
 }
@@ -442,8 +459,8 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     if (out && o.training && running_mean && l.n > 0) {
         for (int64_t c = 0; c < C; c++) // the running variance is unbiased
             pm2[c] /= (double)(l.n - 1);
-        if (running_update(running_mean, mu, o.momentum) < 0 ||
-            running_update(running_var, m2, o.momentum) < 0)
+        if (running_update(running_mean, mu, running_var, m2,
+                           o.momentum) < 0)
             goto fail;
     }
     if (out)
@@ -540,8 +557,8 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
         tg_tensor *var_sum = tg_reshape(bnsum2, &C, 1);
         tg_tensor *var_c = tg_div_scalar(var_sum, (double)(l.n - 1));
         if (!mean_c || !var_c ||
-            running_update(running_mean, mean_c, o.momentum) < 0 ||
-            running_update(running_var, var_c, o.momentum) < 0) {
+            running_update(running_mean, mean_c, running_var, var_c,
+                           o.momentum) < 0) {
             tg_release(out);
             out = NULL;
         }

@@ -263,6 +263,14 @@ int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
                  nroots);
         return -1;
     }
+    /* Every root NULL (the usual &loss after a failed forward): the call
+     * that made them has reported, and an empty drawing would pass that
+     * failure on as a success. Some NULL among real roots are skipped. */
+    bool any = nroots == 0;
+    for (int r = 0; r < nroots && !any; r++)
+        any = roots[r] != NULL;
+    if (!any)
+        return -1;
     graph g = {0};
     int rc = write_graph(f, &g, roots, nroots, title);
     free(g.v);

@@ -100,11 +100,25 @@ static int out_of_memory(void)
     return -1;
 }
 
+/* f(inputs), or NULL with an error: f's own when it reported one. */
+static tg_tensor *call_f(check *c)
+{
+    tg_clear_error(); // to tell an f that reported from one that did not
+    tg_tensor *out = c->f(c->inputs, c->ninputs, c->ctx);
+    if (!out && !*tg_last_error())
+        tg_error("tg_gradcheck",
+                 "f returned NULL without saying why\n"
+                 "  rule: f returns its output (a new reference), or NULL "
+                 "after an error (a failing tapegrad op reports one)\n"
+                 "  hint: look at the function given to tg_gradcheck");
+    return out;
+}
+
 /* f(inputs) as doubles into y[cols] (gradients off). 0 or -1. */
 static int eval(check *c, double *y)
 {
     tg_no_grad_begin();
-    tg_tensor *out = c->f(c->inputs, c->ninputs, c->ctx);
+    tg_tensor *out = call_f(c);
     tg_no_grad_end();
     if (!out)
         return -1;
@@ -523,7 +537,7 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
 
     int rc = -1;
     double *A = NULL, *N = NULL;
-    tg_tensor *y = f(inputs, ninputs, ctx);
+    tg_tensor *y = call_f(&c);
     if (!y)
         goto out;
     if (!tg_dtype_is_float(y->dtype)) {

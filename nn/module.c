@@ -294,8 +294,15 @@ static void names_format(const tg_module *m, slot_kind kind, char *buf,
 static slot *lookup(const char *fn, const tg_module *m, const char *path,
                     slot_kind kind)
 {
-    if (!m || !path)
+    if (!m)
         return NULL;
+    if (!path) {
+        tg_error(fn,
+                 "the name is NULL\n"
+                 "  rule: pass the dotted name of a %s, e.g. \"0.weight\"",
+                 kind_names[kind]);
+        return NULL;
+    }
     const char *rest = path;
     for (;;) {
         const char *dot = strchr(rest, '.');
@@ -451,6 +458,8 @@ int64_t tg_module_num_elements(const tg_module *m)
     for (int i = 0; i < l.n; i++)
         total += l.items[i].tensor->numel;
     free(l.items);
+    if (l.failed)
+        tg_error("tg_module_num_elements", "out of memory");
     return l.failed ? -1 : total;
 }
 

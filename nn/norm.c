@@ -73,13 +73,22 @@ tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
                              double eps, bool elementwise_affine)
 {
     const char *fn = "tg_layer_norm_new";
-    if (ndim < 1 || ndim > TG_MAX_DIMS || !normalized_shape) {
+    if (ndim < 1 || ndim > TG_MAX_DIMS) {
         tg_error(fn,
                  "normalized_shape has %d dims\n"
                  "  rule: LayerNorm normalises over 1..%d trailing dims\n"
                  "  hint: tg_layer_norm_new(TG_SHAPE(768), 1e-5, true) "
                  "normalises rows of 768",
                  ndim, TG_MAX_DIMS);
+        return NULL;
+    }
+    if (!normalized_shape) {
+        tg_error(fn,
+                 "normalized_shape is NULL but has %d dim%s\n"
+                 "  rule: normalized_shape is an array of ndim sizes\n"
+                 "  hint: tg_layer_norm_new(TG_SHAPE(768), 1e-5, true) "
+                 "normalises rows of 768",
+                 ndim, ndim == 1 ? "" : "s");
         return NULL;
     }
     if (tg_shape_check(fn, normalized_shape, ndim) < 0)

@@ -627,12 +627,14 @@ int tg_normal_(tg_tensor *x, double mean, double std, tg_generator *g)
 
 /* ------------------------------------------------- rand, randn, randint */
 
+/* The three draws below report errors under the name of the public
+ * function called (fn), so tg_rand and tg_rand_gen each name themselves. */
+
 /* rand = empty + uniform_(0, 1): u in [0, 1). New reference. */
-tg_tensor *tg_rand_gen(tg_generator *g, const int64_t *shape, int ndim,
-                       tg_dtype dtype)
+static tg_tensor *rand_named(const char *fn, tg_generator *g,
+                             const int64_t *shape, int ndim, tg_dtype dtype)
 {
-    tg_tensor *t =
-        alloc_float("tg_rand", shape, ndim, dtype, "uniform samples");
+    tg_tensor *t = alloc_float(fn, shape, ndim, dtype, "uniform samples");
     if (t && tg_uniform_(t, 0.0, 1.0, g) < 0) {
         tg_release(t);
         return NULL;
@@ -641,11 +643,10 @@ tg_tensor *tg_rand_gen(tg_generator *g, const int64_t *shape, int ndim,
 }
 
 /* randn = empty + normal_(0, 1). New reference. */
-tg_tensor *tg_randn_gen(tg_generator *g, const int64_t *shape, int ndim,
-                        tg_dtype dtype)
+static tg_tensor *randn_named(const char *fn, tg_generator *g,
+                              const int64_t *shape, int ndim, tg_dtype dtype)
 {
-    tg_tensor *t =
-        alloc_float("tg_randn", shape, ndim, dtype, "normal samples");
+    tg_tensor *t = alloc_float(fn, shape, ndim, dtype, "normal samples");
     if (t && tg_normal_(t, 0.0, 1.0, g) < 0) {
         tg_release(t);
         return NULL;
@@ -655,10 +656,9 @@ tg_tensor *tg_randn_gen(tg_generator *g, const int64_t *shape, int ndim,
 
 /* randint: low + (draw % (high - low)), int64 values in [low, high). New
  * reference. */
-tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
-                          const int64_t *shape, int ndim)
+static tg_tensor *randint_named(const char *fn, tg_generator *g, int64_t low,
+                                int64_t high, const int64_t *shape, int ndim)
 {
-    const char *fn = "tg_randint";
     if (tg_shape_check(fn, shape, ndim) < 0)
         return NULL;
     if (low >= high) {
@@ -680,18 +680,36 @@ tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
     return t;
 }
 
+tg_tensor *tg_rand_gen(tg_generator *g, const int64_t *shape, int ndim,
+                       tg_dtype dtype)
+{
+    return rand_named("tg_rand_gen", g, shape, ndim, dtype);
+}
+
+tg_tensor *tg_randn_gen(tg_generator *g, const int64_t *shape, int ndim,
+                        tg_dtype dtype)
+{
+    return randn_named("tg_randn_gen", g, shape, ndim, dtype);
+}
+
+tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
+                          const int64_t *shape, int ndim)
+{
+    return randint_named("tg_randint_gen", g, low, high, shape, ndim);
+}
+
 tg_tensor *tg_rand(const int64_t *shape, int ndim, tg_dtype dtype)
 {
-    return tg_rand_gen(NULL, shape, ndim, dtype);
+    return rand_named("tg_rand", NULL, shape, ndim, dtype);
 }
 
 tg_tensor *tg_randn(const int64_t *shape, int ndim, tg_dtype dtype)
 {
-    return tg_randn_gen(NULL, shape, ndim, dtype);
+    return randn_named("tg_randn", NULL, shape, ndim, dtype);
 }
 
 tg_tensor *tg_randint(int64_t low, int64_t high, const int64_t *shape,
                       int ndim)
 {
-    return tg_randint_gen(NULL, low, high, shape, ndim);
+    return randint_named("tg_randint", NULL, low, high, shape, ndim);
 }

@@ -117,20 +117,23 @@ int64_t tg_shape_check(const char *fn, const int64_t *shape, int ndim)
         if (shape[d] == 0)
             zero = true;
     }
-    if (zero)
-        return 0;
+    /* A size 0 counts as 1 here: the tensor is empty, but its strides are
+     * products of the other sizes (tg_contiguous_strides) and must not
+     * overflow, e.g. for (0, 2^62, 4). */
     for (int d = 0; d < ndim; d++) {
-        if (numel > TG_MAX_NUMEL / shape[d]) {
+        int64_t size = shape[d] > 0 ? shape[d] : 1;
+        if (numel > TG_MAX_NUMEL / size) {
             char s[TG_SHAPE_STR_MAX];
             tg_error(fn,
                      "shape %s has too many elements\n"
-                     "  rule: the product of the sizes must be below 2^59",
+                     "  rule: the product of the sizes must be below 2^59 "
+                     "(a size 0 counted as 1)",
                      tg_shape_format(shape, ndim, s));
             return -1;
         }
-        numel *= shape[d];
+        numel *= size;
     }
-    return numel;
+    return zero ? 0 : numel;
 }
 
 void tg_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
@@ -200,6 +203,10 @@ int tg_broadcast_shape(const char *fn, const int64_t *a, int na,
         }
         out[n - 1 - i] = sa == 1 ? sb : sa;
     }
+    /* Two valid shapes can broadcast to one too large for a tensor, e.g.
+     * (2^31, 1) with (1, 2^31) (both cheap as expanded views). */
+    if (tg_shape_check(fn, out, n) < 0)
+        return -1;
     *nout = n;
     return 0;
 }

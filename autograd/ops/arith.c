@@ -343,6 +343,19 @@ static const tg_op pow_scalar_op = {"PowBackward0", pow_scalar_backward,
 
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent)
 {
+    /* Checked here, not left to tg_pow, so that the message names this
+     * function and the exponent the caller gave. */
+    if (a && exponent < 0 && tg_scalar_type(a, exponent) == TG_INT64) {
+        tg_error("tg_pow_scalar",
+                 "cannot raise an int64 tensor to the negative integer "
+                 "power %.0f\n"
+                 "  rule: integers to negative powers are not integers "
+                 "(as in PyTorch)\n"
+                 "  hint: convert the base first: "
+                 "tg_pow_scalar(tg_to_dtype(a, TG_FLOAT32), %.0f)",
+                 exponent, exponent);
+        return NULL;
+    }
     /* tg_pow would record PowBackward1 with the 0-d exponent as input 1;
      * this op records its own node instead. */
     tg_no_grad_begin();

@@ -95,6 +95,9 @@ static int broadcast3(const tg_tensor *c, const tg_tensor *a,
         }
         out[n - 1 - i] = size;
     }
+    /* Valid shapes can broadcast to one too large for a tensor. */
+    if (tg_shape_check("tg_where", out, n) < 0)
+        return -1;
     *nout = n;
     return 0;
 }

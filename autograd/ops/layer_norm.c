@@ -33,6 +33,16 @@ int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
 {
     if (p->dtype == x->dtype)
         return 0;
+    if (!tg_dtype_is_float(p->dtype)) { // converting x would not help
+        tg_error(fn,
+                 "%s is %s but the input is %s\n"
+                 "  rule: %s have one float dtype\n"
+                 "  hint: make %s with x's dtype: tg_to_dtype(%s, %s)",
+                 name, tg_dtype_name(p->dtype), tg_dtype_name(x->dtype),
+                 group, name, name,
+                 x->dtype == TG_FLOAT32 ? "TG_FLOAT32" : "TG_FLOAT64");
+        return -1;
+    }
     tg_error(fn,
              "%s is %s but the input is %s\n"
              "  rule: %s have one dtype\n"
@@ -363,7 +373,8 @@ tg_tensor *tg_layer_norm_ex(const tg_tensor *x,
         if (weight)
             tg_node_save(node, weight);
     }
-    goto done;
+    if (out) // recording can fail (memory, anomaly mode): then so do the stats
+        goto done;
 fail:
     tg_release(out);
     out = NULL;

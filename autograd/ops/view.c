@@ -247,8 +247,12 @@ tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim)
     if (!x)
         return NULL;
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
+    /* infer_shape matches the element counts; tg_shape_check also bounds
+     * the other sizes of an empty result, whose strides must not
+     * overflow. */
     if (!tg_shape_arg_ok("tg_reshape", shape, ndim) ||
-        !infer_shape("tg_reshape", x, shape, ndim, newshape))
+        !infer_shape("tg_reshape", x, shape, ndim, newshape) ||
+        tg_shape_check("tg_reshape", newshape, ndim) < 0)
         return NULL;
     if (compute_strides(x, newshape, ndim, newstrides)) {
         tg_tensor *out =
@@ -275,7 +279,8 @@ tg_tensor *tg_view(const tg_tensor *x, const int64_t *shape, int ndim)
         return NULL;
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
     if (!tg_shape_arg_ok("tg_view", shape, ndim) ||
-        !infer_shape("tg_view", x, shape, ndim, newshape))
+        !infer_shape("tg_view", x, shape, ndim, newshape) ||
+        tg_shape_check("tg_view", newshape, ndim) < 0)
         return NULL;
     if (!compute_strides(x, newshape, ndim, newstrides)) {
         char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX],

@@ -86,7 +86,8 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts);
 /* --------------------------------------------------------------- no_grad */
 
 /* Between begin and end nothing is recorded and results do not require
- * grad, as `with torch.no_grad():`. Scopes nest; they are per thread. */
+ * grad, as `with torch.no_grad():`. Scopes nest; they are per thread. An
+ * end without its begin is reported as an error (and changes nothing). */
 void tg_no_grad_begin(void);
 void tg_no_grad_end(void);
 bool tg_is_grad_enabled(void);

@@ -290,6 +290,11 @@ tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
 
 tg_tensor *tg_scalar(double value, tg_dtype dtype)
 {
+    /* As torch.tensor(value, dtype=...): a float32 past FLT_MAX becomes
+     * infinity (the scalar ops rely on it), but int64 has no value for NaN
+     * or infinity and is refused. */
+    if (dtype == TG_INT64 && !value_fits("tg_scalar", value, dtype))
+        return NULL;
     return filled("tg_scalar", NULL, 0, value, dtype);
 }
 
@@ -551,7 +556,8 @@ int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
 
 int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value)
 {
-    if (!x || !tg_write_allowed("tg_set", x))
+    if (!x || !tg_write_allowed("tg_set", x) ||
+        !value_fits("tg_set", value, x->dtype))
         return -1;
     int64_t off = index_offset("tg_set", x, index, nindex);
     if (off < 0)
@@ -647,7 +653,8 @@ static void copy_unchecked(tg_tensor *dst, const tg_tensor *src)
 
 int tg_fill_(tg_tensor *x, double value)
 {
-    if (!x || !tg_write_allowed("tg_fill_", x))
+    if (!x || !tg_write_allowed("tg_fill_", x) ||
+        !value_fits("tg_fill_", value, x->dtype))
         return -1;
     /* The value as a 0-d tensor on the stack: a fill needs no memory, so
      * it cannot fail when memory runs out (tg_zero_grad, which cannot

@@ -151,7 +151,9 @@ tg_tensor *tg_full(const int64_t *shape, int ndim, double value,
  * reference; arguments borrowed. */
 tg_tensor *tg_from_array(const void *data, const int64_t *shape, int ndim,
                          tg_dtype dtype);
-/* A 0-d tensor holding value. New reference. */
+/* A 0-d tensor holding value, as torch.tensor(value, dtype): NaN, infinity
+ * or a value outside [-2^63, 2^63) is refused for int64; float32 rounds
+ * (past FLT_MAX to infinity). New reference. */
 tg_tensor *tg_scalar(double value, tg_dtype dtype); // a 0-d tensor
 /* [start, end) in steps of step, as torch.arange. New reference. */
 tg_tensor *tg_arange(double start, double end, double step, tg_dtype dtype);
@@ -187,7 +189,8 @@ bool tg_same_shape(const tg_tensor *a, const tg_tensor *b);
 double tg_item(const tg_tensor *x);
 /* One element by full index (negative indices count from the end): tg_get
  * stores it in *out, tg_set writes value (an in-place write: the version
- * counter goes up). Return 0 or -1; arguments borrowed. */
+ * counter goes up; a value the dtype cannot hold is refused, as tg_fill_).
+ * Return 0 or -1; arguments borrowed. */
 int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out);
 int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value);
 /* Pointer to element 0 (offset applied); NULL with an error if the dtype is
@@ -200,8 +203,10 @@ int64_t *tg_data_i64(const tg_tensor *x);
  * out[numel]. Returns 0 or -1; arguments borrowed. */
 int tg_to_f64_array(const tg_tensor *x, double *out);
 
-/* In place: x[...] = value. Bumps the version counter. Returns 0 or -1;
- * x borrowed. */
+/* In place: x[...] = value. Bumps the version counter. A value the dtype
+ * cannot hold (NaN, infinity or beyond 2^63 for int64, beyond FLT_MAX for
+ * float32) is refused, as torch's fill_. Allocates nothing, so it works
+ * when memory has run out. Returns 0 or -1; x borrowed. */
 int tg_fill_(tg_tensor *x, double value);
 /* In place: dst[...] = src, src broadcast to dst's shape and converted to its
  * dtype. Returns 0 or -1; arguments borrowed. */

@@ -222,6 +222,12 @@ ERROR_CASE(tg_scalar, unknown_dtype, "dtype is not a tg_dtype value")
     EXPECT_ERROR(x == NULL, "tg_scalar: unknown dtype 3");
 }
 
+ERROR_CASE(tg_scalar, nan_in_int64, "the value is NaN and the dtype int64")
+{
+    tg_tensor *x = tg_scalar(NAN, TG_INT64);
+    EXPECT_ERROR(x == NULL, "tg_scalar: cannot store nan in an int64 tensor");
+}
+
 ERROR_CASE(tg_arange, zero_step, "step is 0")
 {
     tg_tensor *x = tg_arange(0, 5, 0, TG_FLOAT32);
@@ -395,6 +401,15 @@ ERROR_CASE(tg_set, index_out_of_range, "an index is out of range")
     tg_release(x);
 }
 
+ERROR_CASE(tg_set, value_does_not_fit,
+           "the value cannot be stored in the dtype (infinity in int64)")
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(4), TG_INT64);
+    EXPECT_ERROR(tg_set(x, TG_SHAPE(1), INFINITY) == -1,
+                 "tg_set: cannot store inf in an int64 tensor");
+    tg_release(x);
+}
+
 ERROR_CASE(tg_set, wrong_index_count,
            "the number of indices is not the number of dims")
 {
@@ -490,6 +505,15 @@ ERROR_CASE(tg_fill_, leaf_requires_grad,
     EXPECT_ERROR(tg_fill_(x, 1.0) == -1,
                  "tg_fill_: cannot write in place into a leaf that requires "
                  "grad");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_fill_, value_does_not_fit,
+           "the value cannot be stored in the dtype (1e300 in float32)")
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
+    EXPECT_ERROR(tg_fill_(x, 1e300) == -1,
+                 "tg_fill_: cannot store 1e+300 in a float32 tensor");
     tg_release(x);
 }
 

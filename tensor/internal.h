@@ -263,5 +263,11 @@ const tg_autograd_hooks *tg_get_autograd_hooks(void); // NULL until set
  * tape does not see them, so gradients through the tensor would be wrong.
  * True when the write may go ahead; else an error naming fn. */
 bool tg_write_allowed(const char *fn, const tg_tensor *x);
+/* The same for writes of every element (fill_, copy_, uniform_, normal_),
+ * which are also refused into an expanded view (a dim of size > 1 with
+ * stride 0), whose elements along that dim are one memory location, as
+ * PyTorch refuses them. One element (tg_set) may be written: PyTorch's
+ * e[0, 3] = 7 also sets the whole expanded row. */
+bool tg_write_all_allowed(const char *fn, const tg_tensor *x);
 
 #endif

@@ -141,6 +141,35 @@ const tg_autograd_hooks *tg_get_autograd_hooks(void)
     return atomic_load_explicit(&autograd_hooks, memory_order_relaxed);
 }
 
+/* A dim of size > 1 with stride 0 (an expanded view), or -1: writing one
+ * of its elements writes all the others in that dim too. */
+static int expanded_dim(const tg_tensor *x)
+{
+    for (int d = 0; d < x->ndim; d++)
+        if (x->shape[d] > 1 && x->strides[d] == 0)
+            return d;
+    return -1;
+}
+
+bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
+{
+    int d = expanded_dim(x);
+    if (d >= 0) {
+        char s[TG_SHAPE_STR_MAX];
+        tg_error(fn,
+                 "cannot write in place into an expanded tensor of shape "
+                 "%s (dim %d has stride 0)\n"
+                 "  rule: its %lld elements along dim %d are one memory "
+                 "location, so the last write would win (PyTorch refuses "
+                 "too)\n"
+                 "  hint: write into a copy (tg_contiguous(x)), or into the "
+                 "tensor before it was expanded",
+                 tg_shape_str(x, s), d, (long long)x->shape[d], d);
+        return false;
+    }
+    return tg_write_allowed(fn, x);
+}
+
 bool tg_write_allowed(const char *fn, const tg_tensor *x)
 {
     const tg_autograd_hooks *h = tg_get_autograd_hooks();
@@ -653,7 +682,7 @@ static void copy_unchecked(tg_tensor *dst, const tg_tensor *src)
 
 int tg_fill_(tg_tensor *x, double value)
 {
-    if (!x || !tg_write_allowed("tg_fill_", x) ||
+    if (!x || !tg_write_all_allowed("tg_fill_", x) ||
         !value_fits("tg_fill_", value, x->dtype))
         return -1;
     /* The value as a 0-d tensor on the stack: a fill needs no memory, so
@@ -671,9 +700,42 @@ int tg_fill_(tg_tensor *x, double value)
     return 0;
 }
 
+/* The bytes [first, last] of x's storage that its elements can touch
+ * (strides are never negative). */
+static void byte_span(const tg_tensor *x, int64_t *first, int64_t *last)
+{
+    int64_t size = (int64_t)tg_dtype_size(x->dtype);
+    int64_t end = x->offset;
+    for (int d = 0; d < x->ndim; d++)
+        end += (x->shape[d] - 1) * x->strides[d];
+    *first = x->offset * size;
+    *last = end * size + size - 1;
+}
+
+/* Whether writing dst element by element could change an element of src
+ * not yet read: the same storage with touching byte spans, unless both
+ * have the very same layout (then each element is read before it is
+ * written, and only by itself). */
+static bool overlaps(const tg_tensor *dst, const tg_tensor *src)
+{
+    if (dst->storage != src->storage || dst->numel == 0 || src->numel == 0)
+        return false;
+    if (dst->dtype == src->dtype && dst->offset == src->offset &&
+        dst->ndim == src->ndim &&
+        memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) ==
+            0 &&
+        memcmp(dst->strides, src->strides,
+               sizeof(int64_t) * (size_t)dst->ndim) == 0)
+        return false;
+    int64_t d0, d1, s0, s1;
+    byte_span(dst, &d0, &d1);
+    byte_span(src, &s0, &s1);
+    return d0 <= s1 && s0 <= d1;
+}
+
 int tg_copy_(tg_tensor *dst, const tg_tensor *src)
 {
-    if (!dst || !src || !tg_write_allowed("tg_copy_", dst))
+    if (!dst || !src || !tg_write_all_allowed("tg_copy_", dst))
         return -1;
     int64_t shape[TG_MAX_DIMS];
     int n;
@@ -690,7 +752,18 @@ int tg_copy_(tg_tensor *dst, const tg_tensor *src)
                  tg_shape_str(src, s1), tg_shape_str(dst, s2));
         return -1;
     }
-    copy_unchecked(dst, src);
+    /* src and dst in the same memory: copying element by element would
+     * read elements already overwritten (x[1:] = x[:-1] would smear x[0]),
+     * so copy src out first. PyTorch refuses partial overlaps; a copy
+     * gives the answer the assignment means. */
+    tg_tensor *from = NULL;
+    if (overlaps(dst, src)) {
+        if (!(from = tg_alloc(src->shape, src->ndim, src->dtype)))
+            return -1;
+        copy_unchecked(from, src);
+    }
+    copy_unchecked(dst, from ? from : src);
+    tg_release(from);
     dst->storage->version++;
     return 0;
 }

@@ -205,11 +205,16 @@ int tg_to_f64_array(const tg_tensor *x, double *out);
 
 /* In place: x[...] = value. Bumps the version counter. A value the dtype
  * cannot hold (NaN, infinity or beyond 2^63 for int64, beyond FLT_MAX for
- * float32) is refused, as torch's fill_. Allocates nothing, so it works
- * when memory has run out. Returns 0 or -1; x borrowed. */
+ * float32) is refused, as torch's fill_, and so is an expanded x (stride
+ * 0 on a dim of size > 1: one memory location for several elements).
+ * Allocates nothing, so it works when memory has run out. Returns 0 or -1;
+ * x borrowed. */
 int tg_fill_(tg_tensor *x, double value);
 /* In place: dst[...] = src, src broadcast to dst's shape and converted to its
- * dtype. Returns 0 or -1; arguments borrowed. */
+ * dtype. An expanded dst is refused, as tg_fill_. When src shares memory
+ * with dst (x[1:] = x[:-1]), src is read as it was before the copy: where
+ * PyTorch refuses a partial overlap and asks for a clone, tg_copy_ makes
+ * that clone itself. Returns 0 or -1; arguments borrowed. */
 int tg_copy_(tg_tensor *dst, const tg_tensor *src);
 
 /* ---------------------------------------------------------------- random */

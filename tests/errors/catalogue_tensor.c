@@ -517,6 +517,18 @@ ERROR_CASE(tg_fill_, value_does_not_fit,
     tg_release(x);
 }
 
+ERROR_CASE(tg_fill_, expanded_view,
+           "x is an expanded view (several elements share memory)")
+{
+    tg_tensor *col = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT64);
+    tg_tensor *x = tg_expand(col, TG_SHAPE(3, 2));
+    EXPECT_ERROR(tg_fill_(x, 1.0) == -1,
+                 "tg_fill_: cannot write in place into an expanded tensor of "
+                 "shape (3, 2) (dim 1 has stride 0)");
+    tg_release(x);
+    tg_release(col);
+}
+
 ERROR_CASE(tg_fill_, null_tensor, "x is NULL (an earlier call failed)")
 {
     EXPECT_SILENT(tg_fill_(NULL, 1.0) == -1);
@@ -542,6 +554,20 @@ ERROR_CASE(tg_copy_, src_larger, "src broadcasts only to a larger shape")
                  "shape (3,)");
     tg_release(src);
     tg_release(dst);
+}
+
+ERROR_CASE(tg_copy_, dst_expanded,
+           "dst is an expanded view (several elements share memory)")
+{
+    tg_tensor *row = tg_zeros(TG_SHAPE(1, 3), TG_FLOAT32);
+    tg_tensor *dst = tg_expand(row, TG_SHAPE(2, 3));
+    tg_tensor *src = tg_ones(TG_SHAPE(2, 3), TG_FLOAT32);
+    EXPECT_ERROR(tg_copy_(dst, src) == -1,
+                 "tg_copy_: cannot write in place into an expanded tensor of "
+                 "shape (2, 3) (dim 0 has stride 0)");
+    tg_release(src);
+    tg_release(dst);
+    tg_release(row);
 }
 
 ERROR_CASE(tg_copy_, null_tensor, "dst or src is NULL (an earlier call failed)")
@@ -681,8 +707,8 @@ ERROR_CASE(tg_uniform_, expanded_view,
     tg_tensor *row = tg_zeros(TG_SHAPE(1, 3), TG_FLOAT32);
     tg_tensor *x = tg_expand(row, TG_SHAPE(2, 3));
     EXPECT_ERROR(tg_uniform_(x, 0, 1, NULL) == -1,
-                 "tg_uniform_: cannot fill a tensor of shape (2, 3) in place: "
-                 "dim 0 repeats one element (stride 0)");
+                 "tg_uniform_: cannot write in place into an expanded tensor "
+                 "of shape (2, 3) (dim 0 has stride 0)");
     tg_release(x);
     tg_release(row);
 }
@@ -735,8 +761,8 @@ ERROR_CASE(tg_normal_, expanded_view,
     tg_tensor *col = tg_zeros(TG_SHAPE(2, 1), TG_FLOAT64);
     tg_tensor *x = tg_expand(col, TG_SHAPE(2, 4));
     EXPECT_ERROR(tg_normal_(x, 0, 1, NULL) == -1,
-                 "tg_normal_: cannot fill a tensor of shape (2, 4) in place: "
-                 "dim 1 repeats one element (stride 0)");
+                 "tg_normal_: cannot write in place into an expanded tensor "
+                 "of shape (2, 4) (dim 1 has stride 0)");
     tg_release(x);
     tg_release(col);
 }

@@ -265,3 +265,38 @@ TG_TEST(fill_copy, contiguous_as_converts_strided_input)
     tg_release(t);
     tg_release(base);
 }
+
+/* src and dst in one storage: the copy reads src as it was, as the
+ * assignment means (x[1:] = x[:-1] shifts; element-by-element copying
+ * would smear x[0] over the whole tensor). */
+TG_TEST(fill_copy, overlapping_src_is_read_before_it_is_written)
+{
+    tg_tensor *x = tg_arange(0, 6, 1, TG_FLOAT32);
+    tg_tensor *tail = tg_narrow(x, 0, 1, 5);
+    tg_tensor *head = tg_narrow(x, 0, 0, 5);
+    cr_assert_eq(tg_copy_(tail, head), 0);
+    const float shifted[6] = {0, 0, 1, 2, 3, 4};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tg_data_f32(x)[i], shifted[i], "element %d", i);
+    /* The other direction, and a transpose into itself. */
+    cr_assert_eq(tg_copy_(head, tail), 0);
+    const float back[6] = {0, 1, 2, 3, 4, 4};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tg_data_f32(x)[i], back[i], "element %d", i);
+    tg_tensor *m = tg_from_array((float[]){0, 1, 2, 3}, TG_SHAPE(2, 2),
+                                 TG_FLOAT32);
+    tg_tensor *mt = tg_transpose(m, 0, 1);
+    cr_assert_eq(tg_copy_(m, mt), 0);
+    const float transposed[4] = {0, 2, 1, 3};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(tg_data_f32(m)[i], transposed[i], "element %d", i);
+    /* A tensor copied into itself is unchanged. */
+    cr_assert_eq(tg_copy_(m, m), 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(tg_data_f32(m)[i], transposed[i], "element %d", i);
+    tg_release(mt);
+    tg_release(m);
+    tg_release(head);
+    tg_release(tail);
+    tg_release(x);
+}

@@ -63,7 +63,10 @@ tg_tensor *tg_detach(const tg_tensor *x);
 /* Backpropagates from a one-element tensor (the loss): every leaf it
  * depends on gets d(root)/d(leaf) added to leaf->grad. Releases what the
  * walked nodes saved (a second backward through them is then an error).
- * Cannot be called from inside a backward. Returns 0 or -1; root borrowed. */
+ * Cannot be called from inside a backward. Returns 0 or -1; root borrowed.
+ * A backward that fails half way (out of memory, anomaly mode) may have
+ * added to some leaves' grads already: zero them (tg_zero_grad) before
+ * trying again, or those leaves get their gradient twice. */
 int tg_backward(tg_tensor *root);
 
 typedef struct tg_backward_options {

@@ -70,9 +70,10 @@ static void foreign_graph_error(const char *fn, const char *what,
              "  rule: a graph belongs to the thread that recorded it: only "
              "that thread extends it, runs its backward and releases its "
              "tensors\n"
-             "  hint: pass tensors between threads without history "
-             "(tg_detach(t), or tg_item for a number), and release this "
-             "one on its own thread",
+             "  hint: hand other threads a copy without history, made on "
+             "this thread (tg_clone(t) between tg_no_grad_begin and "
+             "tg_no_grad_end; tg_item for a number), and release this one "
+             "on its own thread",
              what, t->grad_fn->name);
 }
 
@@ -782,7 +783,9 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
             tg_node **more = tg_realloc(marked, (size_t)(cap *= 2) *
                                                  sizeof *marked);
             if (!more) {
-                tg_error("tg_backward", "out of memory");
+                tg_error("tg_backward",
+                         "out of memory after listing %lld ops of the graph",
+                         (long long)nmarked);
                 goto release;
             }
             marked = more;

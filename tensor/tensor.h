@@ -121,9 +121,10 @@ bool tg_dtype_is_float(tg_dtype dtype);
 tg_tensor *tg_retain(tg_tensor *t); // returns t; NULL-safe
 /* Takes ownership of the caller's reference to t and gives it up; a tensor
  * and its storage are freed with their last reference. A tensor made by a
- * recorded op belongs to the thread whose tape recorded it: released on
- * another thread, it is refused with an error and the reference stays the
- * caller's. */
+ * recorded op belongs to the thread whose tape recorded it: its last
+ * reference released on another thread is refused with an error and stays
+ * the caller's (earlier references are not checked: do not share tensors
+ * between threads). */
 void tg_release(tg_tensor *t);      // NULL is a no-op
 /* Tensors and storages alive in the process: 0 once a program has released
  * everything it made. */

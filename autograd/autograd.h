@@ -254,8 +254,9 @@ typedef struct tg_gradcheck_result {
 } tg_gradcheck_result;
 
 /* Returns 1 when every check passes, 0 when one fails (result and the
- * report say which), -1 when f or backward fails with an error. opts and
- * result may be NULL. Arguments borrowed. */
+ * report say which), -1 when f or backward fails with an error or f's
+ * output is not finite at the inputs given (result->passed is then
+ * false). opts and result may be NULL. Arguments borrowed. */
 int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
                  int ninputs, const tg_gradcheck_options *opts,
                  tg_gradcheck_result *result);

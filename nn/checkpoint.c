@@ -146,7 +146,7 @@ static int make_folders(const char *fn, const char *dir)
     size_t len = strlen(dir);
     char *path = tg_malloc(len + 1);
     if (!path) {
-        tg_error(fn, "out of memory for a file name");
+        tg_error(fn, "out of memory for the folder name");
         return -1;
     }
     memcpy(path, dir, len + 1);

@@ -197,7 +197,8 @@ static tg_optimizer *add_module(tg_optimizer *opt, const tg_module *m)
     tg_named_tensor *list = n > 0 ? tg_malloc((size_t)n * sizeof *list) : NULL;
     if (n < 0 || (n > 0 && !list)) {
         if (n >= 0)
-            tg_error(opt->fn, "out of memory");
+            tg_error(opt->fn, "out of memory listing the module's %d "
+                              "parameters", n);
         free(list);
         tg_optimizer_free(opt);
         return NULL;

@@ -26,7 +26,17 @@ What it checks (each failure says what to do):
 - every format's first line, its printf conversions turned into wildcards,
   matches the first line of at least one row's message after "fn: " (and
   fn itself when the call names it with a literal or a local constant), or
-  is listed with ERROR_NOT_TRIGGERED;
+  is listed with ERROR_NOT_TRIGGERED; a row counts for a format only when
+  the row's function (or the function its message names) reaches the
+  function the tg_error call is in, following the library's calls
+  (CallGraph below): the same words written by a helper the row never
+  calls show nothing about that helper;
+- places that write the same first line for the same rows have a row
+  each: a row checks the first line only, so it cannot show which of
+  them it reached (rows are paired with places; a place left without a
+  row is reported). What this cannot see: two rows that both reach one of
+  two such places. Giving each place its own first line avoids the
+  question;
 - every ERROR_NOT_TRIGGERED matches a format that no row already matches;
 - every row's message is one line starting with "name: " and matches some
   format of the library (else this script cannot see where it comes from);
@@ -139,11 +149,12 @@ TOKEN_RE = re.compile(r"""
 """, re.S | re.X)
 
 
-def tokenize(text):
+def tokenize(text, macros=None):
     """(tokens, defines, problems): tokens of the code outside preprocessor
     lines; defines maps NAME to the value of `#define NAME "..." "..."`;
-    preprocessor lines are otherwise skipped (a tg_error in one is a
-    problem, as this script would not see it)."""
+    macros, when given, gets NAME -> (name, called) for each name its
+    #define body mentions (for the call graph); preprocessor lines are otherwise skipped (a
+    tg_error in one is a problem, as this script would not see it)."""
     toks, defines, problems = [], {}, []
     line, pos, bol = 1, 0, True
     pp = None  # tokens of the preprocessor line being read
@@ -155,7 +166,7 @@ def tokenize(text):
         line += s.count("\n")
         if kind == "nl":
             if pp is not None:
-                finish_pp(pp, defines, problems)
+                finish_pp(pp, defines, problems, macros)
                 pp = None
             bol = True
             continue
@@ -176,11 +187,11 @@ def tokenize(text):
         else:
             toks.append(t)
     if pp is not None:
-        finish_pp(pp, defines, problems)
+        finish_pp(pp, defines, problems, macros)
     return toks, defines, problems
 
 
-def finish_pp(pp, defines, problems):
+def finish_pp(pp, defines, problems, macros=None):
     words = [t.text for t in pp[1:3]]
     if "tg_error" in [t.text for t in pp] or \
             any(t.text in WRAPPERS for t in pp):
@@ -190,6 +201,11 @@ def finish_pp(pp, defines, problems):
     if len(words) == 2 and words[0] == "define" and len(pp) > 3 and \
             all(t.kind == "str" for t in pp[3:]):
         defines[words[1]] = "".join(t.value for t in pp[3:])
+    if macros is not None and len(words) == 2 and words[0] == "define":
+        body = pp[3:]
+        macros.setdefault(words[1], set()).update(
+            (t.text, k + 1 < len(body) and body[k + 1].text == "(")
+            for k, t in enumerate(body) if t.kind == "id")
 
 
 def matching(toks, i):
@@ -290,13 +306,16 @@ def format_regex(fmt):
 class Format:
     """One message the library can write: the first line of a format."""
 
-    def __init__(self, path, line, fn, via, text):
+    def __init__(self, path, line, fn, via, text, func):
         self.path, self.line = path, line
         self.fn = fn          # the reporting function's name, or None (any)
         self.via = via        # "tg_error" or a wrapper's name
         self.text = text      # the first line, conversions included
+        self.func = func      # the library function the call is in
         self.regex = format_regex(text)
         self.rows = []        # rows whose message it matches
+        self.unreached = []   # rows whose message it matches but whose
+                              # functions never call self.func
         self.not_triggered = []
 
     def matches(self, fn, rest):
@@ -327,8 +346,139 @@ def local_constant(toks, lo, hi, name):
     return value
 
 
+# Calls the call graph below cannot see, as {caller: [callee, ...]}: add one
+# when a row's function does reach a message through such a call (a
+# function pointer kept in a local variable, say) and --check says it
+# does not. Empty while the graph sees every call the catalogue needs.
+EXTRA_CALLS = {}
+
+
+def declared_name(stmt):
+    """The variable a file-level `... name = initializer;` declares (name,
+    name[...], or (*name)(...) for a function pointer), or None."""
+    texts = [t.text for t in stmt]
+    if "=" not in texts:
+        return None
+    eq = texts.index("=")
+    name = None
+    for k in range(eq):
+        nxt = texts[k + 1]
+        if stmt[k].kind == "id" and (nxt in ("=", "[") or nxt == ")" and
+                                     k > 0 and texts[k - 1] in ("*", "const")):
+            name = stmt[k].text
+    return name
+
+
+class CallGraph:
+    """Which library functions a function can reach, to tell whether a row
+    can have made a message: a format is credited to a row only when the
+    row's function (or the function its message names) reaches the
+    function the tg_error call is in.
+
+    Edges: from a function to every library function, file-level variable
+    and macro its body names (called or not), from a file-level variable
+    to the names in its initializer, from a macro to the names in its body.
+    A function that calls through a pointer (x->f(...), x.f(...), (*f)(...),
+    f[i](...) or a parameter f(...)) may reach every function whose address is taken
+    (named without being called: backward functions in an op's table,
+    module forwards, ...). Functions a macro defines (TG_COMPARE_OP's tg_eq)
+    are not seen: a row for one is taken on its message alone."""
+
+    def __init__(self):
+        self.edges = {}          # name -> set of names
+        self.functions = set()   # names of the functions defined
+        self.indirect = set()    # functions calling through a pointer
+        self.taken = set()       # functions named without a call
+        self._files = []
+        self._reach = {}
+
+    def add_file(self, toks, macros):
+        self._files.append((toks, macros))
+        for name, _, _ in functions_of(toks):
+            self.functions.add(name)
+
+    def finish(self):
+        """Builds the edges once every file is in."""
+        names = set(self.functions)
+        for toks, macros in self._files:
+            for m, ids in macros.items():
+                self.edges.setdefault(m, set()).update(n for n, _ in ids)
+                names.add(m)
+                self.taken.update(n for n, called in ids
+                                  if not called and n in self.functions)
+            funcs = functions_of(toks)
+            starts = {p[0] - 2: (name, p, b) for name, p, b in funcs}
+            stmt, depth, i = [], 0, 0
+            while i < len(toks):  # file-level initializers
+                if i in starts:
+                    stmt, i = [], starts[i][2][1] + 1
+                    continue
+                t = toks[i]
+                if t.text in "([{":
+                    depth += 1
+                elif t.text in ")]}":
+                    depth -= 1
+                stmt.append(t)
+                if t.text == ";" and depth == 0:
+                    var = declared_name(stmt)
+                    if var:
+                        eq = [x.text for x in stmt].index("=")
+                        ids = {x.text for x in stmt[eq:] if x.kind == "id"}
+                        self.edges.setdefault(var, set()).update(ids)
+                        names.add(var)
+                        self.taken.update(ids & self.functions)
+                    stmt = []
+                i += 1
+        for toks, _ in self._files:
+            for name, p, (lo, hi) in functions_of(toks):
+                params = {t.text for t in toks[p[0]:p[1]] if t.kind == "id"}
+                out = self.edges.setdefault(name, set())
+                for k in range(lo, hi):
+                    t = toks[k]
+                    if t.kind != "id":
+                        if k + 1 < hi and toks[k + 1].text == "(" and (
+                                t.text == "]" or t.text == ")" and
+                                toks[k - 2].text == "*" and
+                                toks[k - 3].text == "("):
+                            self.indirect.add(name)  # f[i](...), (*f)(...)
+                        continue
+                    called = k + 1 < hi and toks[k + 1].text == "("
+                    if called and (toks[k - 1].text in ("->", ".") or
+                                   t.text in params):
+                        self.indirect.add(name)
+                    out.add(t.text)
+                    if not called and t.text in self.functions:
+                        self.taken.add(t.text)
+        for caller, callees in EXTRA_CALLS.items():
+            self.edges.setdefault(caller, set()).update(callees)
+        self._names = names | set(EXTRA_CALLS)
+
+    def reachable(self, start):
+        if start not in self._reach:
+            seen, todo = set(), [start]
+            while todo:
+                n = todo.pop()
+                if n in seen or n not in self._names:
+                    continue
+                seen.add(n)
+                todo.extend(self.edges.get(n, ()))
+                if n in self.indirect:
+                    todo.extend(self.taken)
+            self._reach[start] = seen
+        return self._reach[start]
+
+    def reaches(self, starts, func):
+        """True if one of starts reaches func, False if none does, None if
+        no start is a function the graph sees (it cannot tell)."""
+        known = [s for s in starts if s in self.functions]
+        if not known:
+            return None
+        return any(func in self.reachable(s) for s in known)
+
+
 def read_library(root, problems):
-    """The Formats of every tg_error call and wrapper call in the library."""
+    """The Formats of every tg_error call and wrapper call in the library,
+    and the library's CallGraph."""
     formats, defines = [], {}
     files = []
     for d in LIBRARY_DIRS:
@@ -338,9 +488,12 @@ def read_library(root, problems):
                     files.append(os.path.relpath(os.path.join(dirpath, n), root)
                                  .replace(os.sep, "/"))
     parsed = {}
+    graph = CallGraph()
     for rel in sorted(files):
+        macros = {}
         with open(os.path.join(root, rel), encoding="utf-8") as f:
-            toks, defs, probs = tokenize(f.read())
+            toks, defs, probs = tokenize(f.read(), macros)
+        graph.add_file(toks, macros)
         problems += [(rel, ln, msg) for ln, msg in probs]
         if rel.endswith(".h"):
             defines.update(defs)   # string macros shared through headers
@@ -418,13 +571,14 @@ def read_library(root, problems):
                 elif len(a) == 1 and a[0].kind == "id":
                     fn = local_constant(toks, span[0], i, a[0].text)
             formats.append(Format(rel, t.line, fn, t.text,
-                                  first_line(prefix + fmt)))
+                                  first_line(prefix + fmt), enclosing))
     for name, w in WRAPPERS.items():
         if name not in seen_wrappers:
             problems.append((w["file"], 1, "the wrapper %s listed in WRAPPERS "
                              "is not defined in the library any more: remove it "
                              "from %s" % (name, SCRIPT)))
-    return formats
+    graph.finish()
+    return formats, graph
 
 
 # ---------------------------------------------------------------- catalogue
@@ -441,6 +595,8 @@ class Row:
                                # not_triggered entries)
         self.silent = False    # EXPECT_SILENT
         self.matched = []      # Formats
+        self.unreaching = []   # Formats with its message that the row's
+                               # function never calls
 
     def test(self):
         return "%s/%s" % (self.fn, self.name)
@@ -555,7 +711,7 @@ class Catalogue:
         for h in self.headers:
             for s, _, d in h.functions():
                 self.public.setdefault(d.name, (h, s, d))
-        self.formats = read_library(root, self.problems)
+        self.formats, self.graph = read_library(root, self.problems)
         self.rows = read_catalogue(root, self.problems)
         self.todo = {}           # heading -> [lines]
         self.match()
@@ -571,7 +727,14 @@ class Catalogue:
             if not m:
                 continue
             for f in self.formats:
-                if f.matches(m.group(1), m.group(2)):
+                if not f.matches(m.group(1), m.group(2)):
+                    continue
+                # the same words from a function the row never calls
+                # do not show that this call site works
+                if self.graph.reaches((r.fn, m.group(1)), f.func) is False:
+                    f.unreached.append(r)
+                    r.unreaching.append(f)
+                else:
                     f.rows.append(r)
                     r.matched.append(f)
         for r in self.rows:
@@ -646,6 +809,18 @@ class Catalogue:
                                  "%s: %s: the message must start with the "
                                  "reporting function's name and \": \""
                                  % (r.where(), r.test()))
+                    elif not r.matched and r.unreaching:
+                        f = r.unreaching[0]
+                        self.add("rows whose function never calls the place "
+                                 "that writes their message",
+                                 "%s: %s: \"%s\" is written at %s, in %s, "
+                                 "which %s never calls (directly or through "
+                                 "other library functions): name the function "
+                                 "whose call makes the error; if it does call "
+                                 "%s in a way this script cannot follow, add "
+                                 "the call to EXTRA_CALLS in %s"
+                                 % (r.where(), r.test(), r.message, f.where(),
+                                    f.func, r.fn, f.func, SCRIPT))
                     elif not r.matched:
                         self.add("row messages no library format writes",
                                  "%s: %s: no tg_error format of the library "
@@ -720,12 +895,62 @@ class Catalogue:
         # every format matched
         for f in self.formats:
             if not f.rows and not f.not_triggered:
+                also = ""
+                if f.unreached:
+                    also = (" (the row%s %s write%s this line, but %s never "
+                            "call%s %s, where it is written)"
+                            % ("s" if len(f.unreached) > 1 else "",
+                               ", ".join(r.test() for r in f.unreached[:3]),
+                               "" if len(f.unreached) > 1 else "s",
+                               "their functions" if len(f.unreached) > 1
+                               else f.unreached[0].fn,
+                               "" if len(f.unreached) > 1 else "s", f.func))
                 self.add("formats no row matches (%s)" % f.path.split("/")[0],
-                         "%s: %s\"%s\": add a row that makes the library "
+                         "%s: %s\"%s\"%s: add a row that makes the library "
                          "print it, or ERROR_NOT_TRIGGERED(fn, \"first line\", "
                          "\"why no test can reach it\")"
                          % (f.where(), ("%s: " % f.fn) if f.fn else
-                            "(reported by the caller's name) ", f.text))
+                            "(reported by the caller's name) ", f.text, also))
+        self.check_one_row_each()
+
+    def check_one_row_each(self):
+        """Places that write the same first line for the same rows: a row
+        checks the first line only, so it cannot show which of them it
+        reached. Each place needs a row of its own: the rows are paired
+        with the places (a maximum bipartite matching), and a place left
+        without one is reported."""
+        places = [f for f in self.formats if f.rows and not f.not_triggered]
+        owner = {}   # id(row) -> the Format it is paired with
+
+        def pair(f, seen):
+            for r in f.rows:
+                if id(r) in seen:
+                    continue
+                seen.add(id(r))
+                if id(r) not in owner or pair(owner[id(r)], seen):
+                    owner[id(r)] = f
+                    return True
+            return False
+
+        for f in places:
+            if pair(f, set()):
+                continue
+            rows = {id(r) for r in f.rows}
+            twins = [g for g in places if g is not f and
+                     any(id(r) in rows for r in g.rows)]
+            self.add("places that write the same first line, with fewer "
+                     "rows than places",
+                     "%s: %s\"%s\": the row%s %s also match%s %s; a row "
+                     "checks the first line only, so the script cannot tell "
+                     "which place it reached and needs a row for each: add a "
+                     "row that reaches this place, or make the first lines "
+                     "differ (say what ran out, or which check failed) and "
+                     "then add its row or ERROR_NOT_TRIGGERED"
+                     % (f.where(), ("%s: " % f.fn) if f.fn else "",
+                        f.text, "s" if len(f.rows) > 1 else "",
+                        ", ".join(r.test() for r in f.rows[:4]),
+                        "" if len(f.rows) > 1 else "es",
+                        ", ".join(g.where() for g in twins[:4])))
 
     # ------------------------------------------------------------ rendering
 
@@ -923,13 +1148,16 @@ tg_tensor *tg_load(const char *path);
 
 #define WHAT "elements"
 
+static void *helper(const char *fn, int n);
+static void *(*const make_with)(const char *fn, int n) = helper;
+
 tg_tensor *tg_make(int n)
 {
     if (n < 0) {
         tg_error("tg_make", "cannot make %d " WHAT "\\n" FIX_RULE, n);
         return 0;
     }
-    return helper("tg_make", n);
+    return make_with("tg_make", n); // reaches helper through a pointer
 }
 
 static void *helper(const char *fn, int n)
@@ -1027,7 +1255,7 @@ WRONG_CASES = [
      [("tests/errors/catalogue_tensor.c",
        'EXPECT_ERROR(tg_make(101) == NULL, "tg_make: n is 101, more than 100%");',
        'EXPECT_SILENT(tg_make(101) == NULL);')],
-     "tensor/make.c:18: (reported by the caller's name) \"n is %d, more "
+     "tensor/make.c:21: (reported by the caller's name) \"n is %d, more "
      "than %d%%\""),
     ("a format of a wrapper no row matches",
      [("tests/errors/catalogue_tensor.c",
@@ -1067,7 +1295,31 @@ WRONG_CASES = [
     ("a message naming another function than the format's literal",
      [("tests/errors/catalogue_tensor.c", '"tg_read: index -1 is negative"',
        '"tg_make: index -1 is negative"')],
-     "tensor/make.c:28: tg_read: \"index %d is negative\""),
+     "tensor/make.c:31: tg_read: \"index %d is negative\""),
+    ("a format credited only by a row from another function",
+     [("tests/errors/catalogue_tensor.c",
+       'ERROR_CASE(tg_make, too_many, "n is above 100")\n{\n'
+       '    EXPECT_ERROR(tg_make(101) == NULL, "tg_make: n is 101, more than 100%");',
+       'ERROR_CASE(tg_read, too_many, "n is above 100")\n{\n'
+       '    EXPECT_ERROR(tg_read(x, 101) == 0, "tg_read: n is 101, more than 100%");')],
+     "tensor/make.c:21: (reported by the caller's name) \"n is %d, more "
+     "than %d%%\" (the row tg_read/too_many writes this line, but tg_read "
+     "never calls helper, where it is written)"),
+    ("a row whose function never calls the place of its message",
+     [("tests/errors/catalogue_tensor.c",
+       'ERROR_CASE(tg_make, too_many, "n is above 100")\n{\n'
+       '    EXPECT_ERROR(tg_make(101) == NULL, "tg_make: n is 101, more than 100%");',
+       'ERROR_CASE(tg_read, too_many, "n is above 100")\n{\n'
+       '    EXPECT_ERROR(tg_read(x, 101) == 0, "tg_read: n is 101, more than 100%");')],
+     "tg_read/too_many: \"tg_read: n is 101, more than 100%\" is written at "
+     "tensor/make.c:21, in helper, which tg_read never calls"),
+    ("two places writing one first line, and one row for both",
+     [("tensor/make.c", '        tg_error(fn, "n is %d, more than %d%%", n, 100);\n',
+       '        tg_error(fn, "n is %d, more than %d%%", n, 100);\n'
+       '    if (n > 1000)\n'
+       '        tg_error(fn, "n is %d, more than %d%%", n, 1000);\n')],
+     "tensor/make.c:23: \"n is %d, more than %d%%\": the row "
+     "tg_make/too_many also matches tensor/make.c:21"),
     ("a format that is not a literal",
      [("tensor/make.c", '"index %d is negative", i);', 'fmt_of(i), i);')],
      "is called with a format that is not a string literal (fmt_of ( i ))"),

@@ -355,3 +355,76 @@ TG_TEST(gradcheck, needs_gradients_enabled)
                     "outside the no_grad scope");
     tg_release(x);
 }
+
+/* ---- every error leaves result->passed false ---- */
+
+static tg_tensor *f_log(tg_tensor *const *x, int n, void *ctx)
+{
+    (void)n, (void)ctx;
+    return tg_log(x[0]);
+}
+
+/* x * x, but on call number *ctx (counting from 1) f makes a mistake */
+static tg_tensor *f_fails_on_call(tg_tensor *const *x, int n, void *ctx)
+{
+    (void)n;
+    int *left = ctx;
+    if (--*left == 0)
+        return tg_reshape(x[0], TG_SHAPE(5)); // (3,) has no 5 elements
+    return tg_mul(x[0], x[0]);
+}
+
+/* A result left at passed = true by a check that never finished would read
+ * as a pass to a caller that looks at result.passed alone. */
+TG_TEST(gradcheck, an_error_is_never_a_pass)
+{
+    tg_tensor *x = leaf((double[]){1, 2, 3}, TG_SHAPE(3));
+    tg_gradcheck_result r;
+    tg_gradcheck_options o = tg_gradcheck_defaults();
+    o.eps = 0;
+    cr_assert_eq(tg_gradcheck(f_log, NULL, &x, 1, &o, &r), -1);
+    cr_assert_not(r.passed, "eps 0");
+
+    /* f fails at once, then half way through the numerical Jacobian */
+    for (int call = 1; call <= 6; call += 5) {
+        int left = call;
+        cr_assert_eq(tg_gradcheck(f_fails_on_call, &left, &x, 1, NULL, &r),
+                     -1);
+        tg_assert_error("tg_reshape");
+        cr_assert_not(r.passed, "f failed on call %d", call);
+    }
+
+    /* anomaly mode stops f at log(-1) */
+    tg_tensor *neg = leaf((double[]){1, -1, 2}, TG_SHAPE(3));
+    bool was = tg_set_detect_anomaly(true);
+    cr_assert_eq(tg_gradcheck(f_log, NULL, &neg, 1, NULL, &r), -1);
+    tg_set_detect_anomaly(was);
+    tg_assert_error("LogBackward0");
+    cr_assert_not(r.passed, "anomaly mode stopped f");
+    tg_release(neg);
+    tg_release(x);
+}
+
+TG_TEST(gradcheck, refuses_an_output_that_is_not_finite)
+{
+    /* without the check this failed as "numerical nan ... = nan", which
+     * does not say that f itself was not finite */
+    tg_tensor *x = leaf((double[]){1, -1, 0}, TG_SHAPE(3));
+    tg_gradcheck_result r;
+    for (int fast = 0; fast <= 1; fast++) {
+        tg_gradcheck_options o = tg_gradcheck_defaults();
+        o.fast_mode = fast;
+        o.quiet = true;
+        cr_assert_eq(tg_gradcheck(f_log, NULL, &x, 1, &o, &r), -1);
+        tg_assert_error("tg_gradcheck: f's output is nan at element 1 "
+                        "(output shape (3,)), at the inputs as given",
+                        "where f is finite", "tg_log");
+        cr_assert_not(r.passed);
+    }
+    /* the first element that is not finite is named, and -inf as such */
+    tg_tensor *z = leaf((double[]){1, 0, -1}, TG_SHAPE(3));
+    cr_assert_eq(tg_gradcheck(f_log, NULL, &z, 1, NULL, &r), -1);
+    tg_assert_error("f's output is -inf at element 1");
+    tg_release(z);
+    tg_release(x);
+}

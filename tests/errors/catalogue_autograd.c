@@ -460,6 +460,32 @@ ERROR_CASE(tg_backward_ex, out_of_memory, "memory runs out during backward")
     tg_release(x);
 }
 
+ERROR_CASE(tg_backward_ex, out_of_memory_large_graph,
+           "memory runs out listing the ops of a graph of more than 64 ops")
+{
+    tg_tensor *x = leaf3();
+    tg_tensor *y = tg_retain(x);
+    for (int i = 0; i < 70; i++) { // 70 ops, each its own node
+        tg_tensor *next = tg_mul_scalar(y, 1.0);
+        tg_release(y);
+        y = next;
+    }
+    tg_tensor *loss = tg_sum(y, NULL, 0, false);
+    tg_tensor *one = tg_scalar(1.0, TG_FLOAT64);
+    /* the list of ops starts with room for 64; growing it is the second
+     * allocation */
+    tg_fail_allocations_after(1);
+    int rc = tg_backward_ex(loss, &(tg_backward_options){.grad = one});
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1,
+                 "tg_backward: out of memory after listing 64 ops of the "
+                 "graph");
+    tg_release(one);
+    tg_release(loss);
+    tg_release(y);
+    tg_release(x);
+}
+
 ERROR_CASE(tg_backward_ex, null_root,
            "root is NULL (an earlier call failed)")
 {
@@ -833,6 +859,23 @@ ERROR_CASE(tg_gradcheck, f_fails_silently,
     tg_tensor *x = leaf3();
     EXPECT_ERROR(tg_gradcheck(f_null, NULL, &x, 1, NULL, NULL) == -1,
                  "tg_gradcheck: f returned NULL without saying why");
+    tg_release(x);
+}
+
+static tg_tensor *f_log(tg_tensor *const *x, int n, void *ctx)
+{
+    (void)n, (void)ctx;
+    return tg_log(x[0]);
+}
+
+ERROR_CASE(tg_gradcheck, output_not_finite,
+           "f's output is NaN or infinite at the inputs given (outside "
+           "f's domain)")
+{
+    tg_tensor *x = leaf3(); // log(-2.0) is nan
+    EXPECT_ERROR(tg_gradcheck(f_log, NULL, &x, 1, NULL, NULL) == -1,
+                 "tg_gradcheck: f's output is nan at element 1 (output "
+                 "shape (3,)), at the inputs as given");
     tg_release(x);
 }
 

@@ -849,6 +849,19 @@ ERROR_CASE(tg_sgd_new, out_of_memory, "memory runs out")
     EXPECT_ERROR(opt == NULL, "tg_sgd_new: out of memory");
 }
 
+ERROR_CASE(tg_sgd_new, out_of_memory_listing_parameters,
+           "memory runs out listing the module's parameters")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    /* the optimiser, then counting the parameters; the list is next */
+    tg_fail_allocations_after(2);
+    tg_optimizer *opt = tg_sgd_new(m, NULL);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(opt == NULL, "tg_sgd_new: out of memory listing the "
+                              "module's 2 parameters");
+    tg_module_free(m);
+}
+
 ERROR_CASE(tg_adam_new, negative_lr, "lr is negative or NaN")
 {
     tg_adam_config c = tg_adam_config_default(NAN);
@@ -1166,12 +1179,25 @@ ERROR_CASE(tg_module_save, out_of_memory, "memory runs out")
     tg_module_free(m);
 }
 
-ERROR_CASE(tg_module_save, out_of_memory_file_name,
-           "memory runs out making a file name")
+ERROR_CASE(tg_module_save, out_of_memory_folder_name,
+           "memory runs out copying the folder name")
 {
     tg_module *m = tg_linear_new(2, 3, true);
     /* the three allocations of listing the tensors come first */
     tg_fail_allocations_after(3);
+    int rc = tg_module_save(m, "ck");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for the folder "
+                           "name");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_save, out_of_memory_file_name,
+           "memory runs out making a file name")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    /* listing the tensors (three allocations), then the folder name */
+    tg_fail_allocations_after(4);
     int rc = tg_module_save(m, "ck");
     tg_fail_allocations_after(-1);
     EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for a file name");

@@ -1988,6 +1988,18 @@ ERROR_CASE(tg_mse_loss, shape_mismatch,
     tg_release(x);
 }
 
+ERROR_CASE(tg_mse_loss, size_mismatch,
+           "input and target have different shapes and sizes, e.g. (N, 2) "
+           "against (N,)")
+{
+    tg_tensor *x = F32(4, 2), *t = F32(4);
+    tg_tensor *y = tg_mse_loss(x, t, TG_REDUCTION_MEAN);
+    EXPECT_ERROR(y == NULL,
+                 "tg_mse_loss: input of shape (4, 2) and target of shape (4,) differ");
+    tg_release(t);
+    tg_release(x);
+}
+
 ERROR_CASE(tg_mse_loss, dtype_mismatch,
            "input and target have different dtypes")
 {

@@ -142,10 +142,11 @@ const tg_autograd_hooks *tg_get_autograd_hooks(void)
 }
 
 /* A dim of size > 1 with stride 0 (an expanded view), or -1: writing one
- * of its elements writes all the others in that dim too. */
+ * of its elements writes all the others in that dim too. A tensor with no
+ * elements has nothing to write twice. */
 static int expanded_dim(const tg_tensor *x)
 {
-    for (int d = 0; d < x->ndim; d++)
+    for (int d = 0; d < x->ndim && x->numel > 0; d++)
         if (x->shape[d] > 1 && x->strides[d] == 0)
             return d;
     return -1;

@@ -440,9 +440,8 @@ static int collect(check *c)
                      i, x->grad_fn->name);
             return -1;
         }
-        for (int d = 0; d < x->ndim; d++) {
-            if (x->strides[d] != 0 || x->shape[d] <= 1)
-                continue;
+        int d = tg_expanded_dim(x);
+        if (d >= 0) {
             char s[TG_SHAPE_STR_MAX];
             tg_error("tg_gradcheck",
                      "input %d of shape %s has stride 0 in dim %d\n"

@@ -269,5 +269,9 @@ bool tg_write_allowed(const char *fn, const tg_tensor *x);
  * PyTorch refuses them. One element (tg_set) may be written: PyTorch's
  * e[0, 3] = 7 also sets the whole expanded row. */
 bool tg_write_all_allowed(const char *fn, const tg_tensor *x);
+/* The first dim of size > 1 with stride 0 (an expanded view: writing or
+ * perturbing one of its elements changes the others along that dim too),
+ * or -1. */
+int tg_expanded_dim(const tg_tensor *x);
 
 #endif

@@ -141,12 +141,9 @@ const tg_autograd_hooks *tg_get_autograd_hooks(void)
     return atomic_load_explicit(&autograd_hooks, memory_order_relaxed);
 }
 
-/* A dim of size > 1 with stride 0 (an expanded view), or -1: writing one
- * of its elements writes all the others in that dim too. A tensor with no
- * elements has nothing to write twice. */
-static int expanded_dim(const tg_tensor *x)
+int tg_expanded_dim(const tg_tensor *x)
 {
-    for (int d = 0; d < x->ndim && x->numel > 0; d++)
+    for (int d = 0; d < x->ndim; d++)
         if (x->shape[d] > 1 && x->strides[d] == 0)
             return d;
     return -1;
@@ -154,7 +151,8 @@ static int expanded_dim(const tg_tensor *x)
 
 bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
 {
-    int d = expanded_dim(x);
+    /* A tensor with no elements has nothing to write twice. */
+    int d = x->numel > 0 ? tg_expanded_dim(x) : -1;
     if (d >= 0) {
         char s[TG_SHAPE_STR_MAX];
         tg_error(fn,

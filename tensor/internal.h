@@ -274,4 +274,34 @@ bool tg_write_all_allowed(const char *fn, const tg_tensor *x);
  * or -1. */
 int tg_expanded_dim(const tg_tensor *x);
 
+/* -------------------------------------------------- kernels and threads */
+
+/* OpenMP directives that vanish in a build without OpenMP:
+ *   TG_OMP(parallel for num_threads(nt) schedule(static))
+ * Code inside a parallel region must not allocate (tg_malloc) or report
+ * errors (tg_error): the allocation hook, the error state and the tape are
+ * per thread. Results must not depend on the number of threads: give each
+ * reduction to one thread, or split it into chunks of a fixed size that do
+ * not depend on the thread count and combine them in a fixed order. */
+#define TG_STRINGIFY(x) #x
+#ifdef _OPENMP
+#define TG_OMP(directive) _Pragma(TG_STRINGIFY(omp directive))
+#else
+#define TG_OMP(directive)
+#endif
+/* Below this much work (about one element touched = 1) a loop runs on the
+ * calling thread: starting a team costs a few microseconds. */
+#define TG_PARALLEL_MIN_WORK (INT64_C(1) << 15)
+/* The number of threads for a loop doing `work`: 1 when the work is small
+ * or the build has no OpenMP, else tg_get_num_threads(). */
+int tg_parallel_threads(int64_t work);
+/* This thread's kernels, for the dispatch in the ops: the fast path runs
+ * when this is not TG_KERNELS_REFERENCE (and the layout allows it). */
+static inline bool tg_use_reference_kernels(void)
+{
+    return tg_get_kernels() == TG_KERNELS_REFERENCE;
+}
+/* Whether matmul may call OpenBLAS (built with it and TG_KERNELS_FAST). */
+bool tg_use_blas(void);
+
 #endif

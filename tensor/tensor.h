@@ -281,6 +281,39 @@ char *tg_format(const tg_tensor *x);
 int tg_fprint(FILE *f, const tg_tensor *x); // writes tg_format(x) and "\n"
 int tg_print(const tg_tensor *x);           // to stdout
 
+/* ------------------------------------------------------- kernels, threads */
+
+/* Which kernels the ops run. Every optimised kernel (LayerNorm, BatchNorm,
+ * matmul) keeps a plain, obviously correct twin: the reference the tests
+ * compare it with, and the one to read when learning. Results of the fast
+ * kernels agree with the reference within the tolerance documented in
+ * docs/performance.md, and never depend on the number of threads. */
+typedef enum tg_kernels {
+    TG_KERNELS_FAST,      // the default: fast kernels, OpenBLAS for matmul
+                          // when the library is built with -Dopenblas
+    TG_KERNELS_PORTABLE,  // the fast kernels written in C, never OpenBLAS
+    TG_KERNELS_REFERENCE, // the plain loops
+} tg_kernels;
+/* The environment variables read at first use: TG_KERNELS=reference (or
+ * fast, portable) and TG_NUM_THREADS=n. */
+#define TG_KERNELS "TG_KERNELS"
+#define TG_NUM_THREADS "TG_NUM_THREADS"
+/* Chooses this thread's kernels; each thread starts with TG_KERNELS from
+ * the environment ("fast", "portable" or "reference"), else
+ * TG_KERNELS_FAST. Returns 0, or -1 for a value not in tg_kernels. */
+int tg_set_kernels(tg_kernels kernels);
+/* This thread's kernels. */
+tg_kernels tg_get_kernels(void);
+/* Sets how many threads the parallel kernels use, for the whole process
+ * (as torch.set_num_threads); the default is TG_NUM_THREADS from the
+ * environment, else OpenMP's default (OMP_NUM_THREADS, else one per
+ * core). Small tensors always run on the calling thread. A build without
+ * OpenMP runs on one thread whatever is set. Returns 0, or -1 when
+ * n < 1. */
+int tg_set_num_threads(int n);
+/* The number of threads the parallel kernels use: 1 without OpenMP. */
+int tg_get_num_threads(void);
+
 /* ------------------------------------------------------------------ .npy */
 
 /* Writes x (any layout) as a C-order little-endian .npy (version 1.0).

@@ -865,6 +865,28 @@ ERROR_CASE(tg_print, null_tensor, "x is NULL (an earlier call failed)")
     EXPECT_SILENT(tg_print(NULL) == -1);
 }
 
+/* ---- kernels, threads ---- */
+
+NEVER_FAILS(tg_get_kernels, "returns this thread's choice");
+
+ERROR_CASE(tg_set_kernels, not_a_choice, "kernels is not a tg_kernels value")
+{
+    tg_kernels before = tg_get_kernels();
+    EXPECT_ERROR(tg_set_kernels((tg_kernels)7) == -1 &&
+                     tg_get_kernels() == before,
+                 "tg_set_kernels: 7 is not a kernel choice");
+}
+
+NEVER_FAILS(tg_get_num_threads, "returns the process's setting");
+
+ERROR_CASE(tg_set_num_threads, zero, "n is below 1")
+{
+    int before = tg_get_num_threads();
+    EXPECT_ERROR(tg_set_num_threads(0) == -1 &&
+                     tg_get_num_threads() == before,
+                 "tg_set_num_threads: n is 0");
+}
+
 /* ---- .npy ---- */
 
 ERROR_CASE(tg_save_npy, null_path, "path is NULL")

@@ -19,8 +19,22 @@
  * tensor made would order the threads' work and hide their races. */
 static _Atomic int64_t live_tensors;
 static _Atomic int64_t live_storages;
+static _Atomic int64_t live_bytes, peak_bytes; // of tensor storage
 #define COUNT_ADD(c, n) \
     atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
+
+/* Counts nbytes more (or fewer, when negative) of storage alive and raises
+ * the peak when the new total is above it. */
+static void bytes_add(int64_t nbytes)
+{
+    int64_t now = COUNT_ADD(live_bytes, nbytes) + nbytes;
+    int64_t peak = atomic_load_explicit(&peak_bytes, memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&peak_bytes, &peak, now,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
 
 int64_t tg_live_tensors(void)
 {
@@ -30,6 +44,22 @@ int64_t tg_live_tensors(void)
 int64_t tg_live_storages(void)
 {
     return atomic_load_explicit(&live_storages, memory_order_relaxed);
+}
+
+int64_t tg_live_bytes(void)
+{
+    return atomic_load_explicit(&live_bytes, memory_order_relaxed);
+}
+
+int64_t tg_peak_bytes(void)
+{
+    return atomic_load_explicit(&peak_bytes, memory_order_relaxed);
+}
+
+void tg_reset_peak_bytes(void)
+{
+    atomic_store_explicit(&peak_bytes, tg_live_bytes(),
+                          memory_order_relaxed);
 }
 
 static tg_storage *storage_new(size_t nbytes)
@@ -47,6 +77,7 @@ static tg_storage *storage_new(size_t nbytes)
     s->nbytes = nbytes;
     s->refcount = 1;
     COUNT_ADD(live_storages, 1);
+    bytes_add((int64_t)nbytes);
     return s;
 }
 
@@ -54,6 +85,7 @@ static void storage_release(tg_storage *s)
 {
     if (--s->refcount > 0)
         return;
+    bytes_add(-(int64_t)s->nbytes);
     free(s->data);
     free(s);
     COUNT_ADD(live_storages, -1);

@@ -130,6 +130,14 @@ void tg_release(tg_tensor *t);      // NULL is a no-op
  * everything it made. */
 int64_t tg_live_tensors(void);      // tensors alive in the process
 int64_t tg_live_storages(void);
+/* Bytes of tensor storage alive in the process (the elements, not the
+ * tensor headers or the tape), and the most there has been at once since
+ * the start or the last tg_reset_peak_bytes(), which sets the peak to what
+ * is alive now (as torch.cuda's max_memory_allocated and
+ * reset_peak_memory_stats). */
+int64_t tg_live_bytes(void);
+int64_t tg_peak_bytes(void);
+void tg_reset_peak_bytes(void);
 
 /* Test hook for out-of-memory paths: on the calling thread, the next n
  * allocations the library makes succeed and every one after them fails as

@@ -112,6 +112,9 @@ NEVER_FAILS(tg_retain, "tg_retain(NULL) returns NULL");
 NEVER_FAILS(tg_release, "tg_release(NULL) does nothing");
 NEVER_FAILS(tg_live_tensors, "returns a count");
 NEVER_FAILS(tg_live_storages, "returns a count");
+NEVER_FAILS(tg_live_bytes, "returns a count");
+NEVER_FAILS(tg_peak_bytes, "returns a count");
+NEVER_FAILS(tg_reset_peak_bytes, "stores a count");
 NEVER_FAILS(tg_fail_allocations_after,
             "any n is a setting (n < 0 switches the hook off)");
 

@@ -141,6 +141,25 @@ TG_TEST(lifetime, retain_release_and_live_counts)
     cr_assert_null(tg_retain(NULL));
 }
 
+TG_TEST(lifetime, live_and_peak_bytes_count_storage)
+{
+    int64_t before = tg_live_bytes();
+    tg_reset_peak_bytes();
+    cr_assert_eq(tg_peak_bytes(), before);
+    tg_tensor *a = tg_zeros(TG_SHAPE(3, 5), TG_FLOAT32); // 60 bytes
+    tg_tensor *v = tg_transpose(a, 0, 1);                // no new storage
+    tg_tensor *b = tg_zeros(TG_SHAPE(7), TG_FLOAT64);    // 56 bytes
+    cr_assert_eq(tg_live_bytes(), before + 116);
+    tg_release(b);
+    tg_release(a);
+    cr_assert_eq(tg_live_bytes(), before + 60, "the view keeps a's storage");
+    tg_release(v);
+    cr_assert_eq(tg_live_bytes(), before);
+    cr_assert_eq(tg_peak_bytes(), before + 116);
+    tg_reset_peak_bytes();
+    cr_assert_eq(tg_peak_bytes(), before);
+}
+
 TG_TEST(lifetime, a_view_keeps_the_storage_alive)
 {
     tg_tensor *base = tg_arange(0, 6, 1, TG_FLOAT32);

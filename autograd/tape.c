@@ -8,10 +8,13 @@
  * a leaf's ->grad.
  *
  * Because nodes are appended as ops run, every node comes after the nodes
- * of its inputs. Walking the list backwards from the loss's node therefore
- * visits each node after every node that consumes its output, which is
- * exactly when its gradient is complete (a reverse topological order, for
- * free). The walk is a loop: a chain of a million ops needs no stack.
+ * of its inputs, and each is numbered by its place (seq). Backward lists
+ * the nodes the loss depends on by following the edges, and runs them
+ * latest first: each node after every node that consumes its output,
+ * which is exactly when its gradient is complete (a reverse topological
+ * order, for the price of a sort, which a list found already in order
+ * skips). The listing is a loop over a growing array: a chain of a million
+ * ops needs no stack.
  *
  * Lifetime: a node holds one reference for its output tensor while that
  * tensor lives (the tensor only borrows the node, so there is no cycle) and
@@ -38,6 +41,7 @@ typedef struct tape {
     tg_node *first, *last;  // execution order
     int64_t size;           // nodes alive
     uint64_t walks;         // backward walks so far (marks visited nodes)
+    uint64_t appended;      // nodes ever put on the tape (numbers them)
     int no_grad_depth;
     tg_node *dying;         // nodes whose count reached zero, to free
     bool freeing;
@@ -273,6 +277,7 @@ void tg_node_attach(tg_node *n, tg_tensor *out)
     out->grad_fn = n;
     n->on_tape = true;
     n->tape_id = tape_id();
+    n->seq = ++the_tape.appended;
     n->prev = the_tape.last;
     if (the_tape.last)
         the_tape.last->next = n;
@@ -448,7 +453,9 @@ tg_tensor *tg_detach(const tg_tensor *x)
  * retained one's ->grad): a private contiguous copy the first time, then
  * added in place so the grad tensor keeps its identity. Takes g. */
 /* An existing ->grad (grad, may be NULL) can take gradients of this dtype
- * and shape; else an error naming whose grad it is. */
+ * and shape; else an error naming whose grad it is (none when whose is
+ * NULL: formatting a name for every input of every node costs more than
+ * the check, so callers name it once the check has failed). */
 static bool grad_slot_ok(const tg_tensor *grad, tg_dtype dtype,
                          const int64_t *shape, int ndim, const char *whose)
 {
@@ -457,8 +464,8 @@ static bool grad_slot_ok(const tg_tensor *grad, tg_dtype dtype,
     bool same = grad->dtype == dtype && grad->ndim == ndim;
     for (int d = 0; same && d < ndim; d++)
         same = grad->shape[d] == shape[d];
-    if (same)
-        return true;
+    if (same || !whose)
+        return same;
     char gs[TG_SHAPE_STR_MAX], es[TG_SHAPE_STR_MAX];
     tg_shape_format(shape, ndim, es);
     tg_error("tg_backward",
@@ -470,6 +477,57 @@ static bool grad_slot_ok(const tg_tensor *grad, tg_dtype dtype,
              whose, tg_dtype_name(dtype), es, tg_dtype_name(grad->dtype),
              tg_shape_str(grad, gs));
     return false;
+}
+
+/* One run of acc += g (operands {acc, acc, g}; ctx: the dtype). */
+static void add_into_loop(char **data, const int64_t *st, int64_t n,
+                          void *ctx)
+{
+#define TG_ADD_INTO(T)                                                      \
+    {                                                                       \
+        T *a = (T *)data[0];                                                \
+        const T *b = (const T *)data[2];                                    \
+        if (st[0] == 1 && st[2] == 1)                                       \
+            for (int64_t i = 0; i < n; i++)                                 \
+                a[i] += b[i];                                               \
+        else                                                                \
+            for (int64_t i = 0; i < n; i++)                                 \
+                a[i * st[0]] += b[i * st[2]];                               \
+    }
+    if (*(const tg_dtype *)ctx == TG_FLOAT32)
+        TG_ADD_INTO(float)
+    else
+        TG_ADD_INTO(double)
+#undef TG_ADD_INTO
+}
+
+/* acc += g element by element, for a contiguous float acc and a g of the
+ * same dtype and shape in another storage (every gradient a backward
+ * makes and every .grad it made): the same additions, in the same
+ * precision, as tg_add then tg_copy_, without the temporary. False, with
+ * nothing done, for any other case, which takes that general path (and
+ * its checks), as do the reference kernels. */
+static bool add_in_place(tg_tensor *acc, const tg_tensor *g)
+{
+    if (tg_use_reference_kernels() || acc->dtype != g->dtype ||
+        !tg_dtype_is_float(acc->dtype) ||
+        !tg_same_shape(acc, g) || acc->storage == g->storage ||
+        !tg_is_contiguous(acc))
+        return false;
+    tg_dtype dtype = acc->dtype;
+    if (tg_is_contiguous(g)) {
+        char *data[3] = {tg_base_ptr(acc), NULL, tg_base_ptr(g)};
+        if (acc->numel > 0)
+            add_into_loop(data, (const int64_t[]){1, 1, 1}, acc->numel,
+                          &dtype);
+    } else {
+        tg_iter it;
+        tg_tensor *ops[3] = {acc, acc, (tg_tensor *)g};
+        tg_iter_init(&it, acc->shape, acc->ndim, 3, ops);
+        tg_iter_run(&it, add_into_loop, &dtype);
+    }
+    acc->storage->version++;
+    return true;
 }
 
 static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
@@ -488,6 +546,10 @@ static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
         tg_release(g);
         return *acc ? 0 : -1;
     }
+    if (add_in_place(*acc, g)) {
+        tg_release(g);
+        return 0;
+    }
     tg_tensor *sum = tg_add(*acc, g);
     tg_release(g);
     int rc = sum ? tg_copy_(*acc, sum) : -1;
@@ -496,11 +558,17 @@ static int grad_accumulate(tg_tensor **acc, tg_tensor *g, tg_dtype dtype)
 }
 
 /* A node's incoming gradient: kept as given (it may be a view or shared),
- * summed out of place when a second one arrives. Takes g. */
+ * summed out of place when a second one arrives, or in place when the
+ * first is seen by nobody else. Takes g. */
 static int node_accumulate(tg_node *n, tg_tensor *g)
 {
     if (!n->grad) {
         n->grad = g;
+        return 0;
+    }
+    if (n->grad->refcount == 1 && n->grad->storage->refcount == 1 &&
+        add_in_place(n->grad, g)) {
+        tg_release(g);
         return 0;
     }
     tg_tensor *sum = tg_add(n->grad, g);
@@ -549,11 +617,13 @@ static int check_node(const tg_node *n)
     }
     for (int i = 0; i < n->ninputs; i++) {
         const tg_edge *e = &n->inputs[i];
+        if (!e->leaf || grad_slot_ok(e->leaf->grad, e->dtype, e->shape,
+                                     e->ndim, NULL))
+            continue;
         char whose[96];
         snprintf(whose, sizeof whose, "input %d of %s, a leaf,", i, n->name);
-        if (e->leaf &&
-            !grad_slot_ok(e->leaf->grad, e->dtype, e->shape, e->ndim, whose))
-            return -1;
+        grad_slot_ok(e->leaf->grad, e->dtype, e->shape, e->ndim, whose);
+        return -1;
     }
     for (int i = 0; i < n->nsaved; i++) {
         const tg_tensor *s = n->saved[i];
@@ -701,6 +771,13 @@ static tg_tensor *root_grad(const tg_tensor *root, const tg_tensor *grad)
     return tg_to_dtype(grad, root->dtype);
 }
 
+/* qsort order for the nodes of one backward: the last recorded first. */
+static int later_first(const void *a, const void *b)
+{
+    uint64_t sa = (*(tg_node *const *)a)->seq, sb = (*(tg_node *const *)b)->seq;
+    return sa < sb ? 1 : sa > sb ? -1 : 0;
+}
+
 int tg_backward(tg_tensor *root)
 {
     return tg_backward_ex(root, NULL);
@@ -763,8 +840,11 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         goto out;
     }
 
-    /* Pass 1: mark what the root depends on, checking each node before
-     * any gradient moves, and hold every marked node for the passes. */
+    /* Pass 1: list what the root depends on, following the edges (not
+     * the tape: other graphs recorded in between are never visited, so a
+     * small backward costs the same whatever else is alive), hold every
+     * node listed, put the list in reverse execution order and check each
+     * node, in that order, before any gradient moves. */
     uint64_t walk = ++the_tape.walks;
     int64_t nmarked = 0, cap = 64;
     tg_node **marked = tg_malloc((size_t)cap * sizeof *marked);
@@ -774,34 +854,38 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         goto out;
     }
     root->grad_fn->mark = walk;
-    int64_t pending = 1; // marked, not yet reached: the walk stops at 0
-    for (tg_node *n = root->grad_fn; n && pending > 0; n = n->prev) {
-        if (n->mark != walk)
-            continue;
-        pending--;
-        if (nmarked == cap) {
-            tg_node **more = tg_realloc(marked, (size_t)(cap *= 2) *
-                                                 sizeof *marked);
-            if (!more) {
-                tg_error("tg_backward",
-                         "out of memory after listing %lld ops of the graph",
-                         (long long)nmarked);
-                goto release;
-            }
-            marked = more;
-        }
-        n->refs++;
-        marked[nmarked++] = n;
-        if (check_node(n) < 0)
-            goto release;
+    root->grad_fn->refs++;
+    marked[nmarked++] = root->grad_fn;
+    bool ordered = true; // listed already in reverse execution order
+    for (int64_t k = 0; k < nmarked; k++) {
+        tg_node *n = marked[k];
         for (int i = 0; i < n->ninputs; i++) {
             tg_node *in = n->inputs[i].node;
-            if (in && in->mark != walk) {
-                in->mark = walk;
-                pending++;
+            if (!in || in->mark == walk)
+                continue;
+            if (nmarked == cap) {
+                tg_node **more = tg_realloc(marked, (size_t)(cap *= 2) *
+                                                     sizeof *marked);
+                if (!more) {
+                    tg_error("tg_backward",
+                             "out of memory after listing %lld ops of the "
+                             "graph",
+                             (long long)nmarked);
+                    goto release;
+                }
+                marked = more;
             }
+            in->mark = walk;
+            in->refs++;
+            ordered = ordered && in->seq < marked[nmarked - 1]->seq;
+            marked[nmarked++] = in;
         }
     }
+    if (!ordered)
+        qsort(marked, (size_t)nmarked, sizeof *marked, later_first);
+    for (int64_t k = 0; k < nmarked; k++)
+        if (check_node(marked[k]) < 0)
+            goto release;
 
     /* Pass 2: in reverse execution order, each node's gradient is complete
      * when it is reached. */

@@ -34,6 +34,7 @@ struct tg_node {
     int64_t out_shape[TG_MAX_DIMS];
     tg_tensor *grad;               // dL/d(out), during a backward only
     uint64_t mark;                 // the last backward walk that reached it
+    uint64_t seq;                  // its place on the tape (increasing)
     bool freed;                    // a backward released what it saved
     bool save_failed;
     int ninputs;

@@ -358,6 +358,21 @@ typedef struct sgd_rule {
         const bool decay = r->weight_decay != 0.0;                          \
         const bool momentum = r->momentum != 0.0;                           \
         const bool first = r->first, nesterov = r->nesterov;                \
+        /* The two common rules as loops of their own, without the tests   \
+         * that keep the general loop from vectorising: the same           \
+         * operations per element, so the same results. */                 \
+        if (!decay && !momentum) {                                          \
+            for (int64_t i = 0; i < n; i++)                                 \
+                p[i] = p[i] + neg_lr * g[i];                                \
+            return;                                                         \
+        }                                                                   \
+        if (!decay && momentum && !first && !nesterov) {                    \
+            for (int64_t i = 0; i < n; i++) {                               \
+                buf[i] = buf[i] * mom + keep * g[i];                        \
+                p[i] = p[i] + neg_lr * buf[i];                              \
+            }                                                               \
+            return;                                                         \
+        }                                                                   \
         for (int64_t i = 0; i < n; i++) {                                   \
             T d = g[i];                                                     \
             if (decay)                                                      \

@@ -129,7 +129,13 @@ tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
     tg_tensor *out =
         in ? tg_alloc(x->shape, x->ndim, k->out_int64 ? TG_INT64 : ct)
            : NULL;
-    if (out) {
+    if (out && tg_is_contiguous(in)) {
+        /* The common case, and most of a small op's time is not in the
+         * loop: one run over both, without setting up an iterator. */
+        char *data[2] = {tg_base_ptr(out), tg_base_ptr(in)};
+        if (out->numel > 0)
+            loop(data, (const int64_t[]){1, 1}, out->numel, ctx);
+    } else if (out) {
         tg_iter it;
         tg_tensor *ops[2] = {out, in};
         tg_iter_init(&it, out->shape, out->ndim, 2, ops);
@@ -162,7 +168,17 @@ tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
     tg_tensor *out = (ia && ib) ? tg_alloc(shape, ndim,
                                            k->out_int64 ? TG_INT64 : ct)
                                 : NULL;
-    if (out) {
+    if (out && tg_is_contiguous(ia) && tg_is_contiguous(ib) &&
+        (ib->numel == 1 || ib->numel == out->numel) &&
+        ia->numel == out->numel) {
+        /* Both contiguous with out's shape, or b one element (the _scalar
+         * ops): one run, without setting up an iterator. Equal element
+         * counts mean equal shapes here, as both broadcast to out's. */
+        char *data[3] = {tg_base_ptr(out), tg_base_ptr(ia), tg_base_ptr(ib)};
+        int64_t sb = ib->numel == out->numel ? 1 : 0;
+        if (out->numel > 0)
+            loop(data, (const int64_t[]){1, 1, sb}, out->numel, ctx);
+    } else if (out) {
         tg_iter it;
         tg_tensor *ops[3] = {out, ia, ib};
         tg_iter_init(&it, shape, ndim, 3, ops);

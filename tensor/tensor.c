@@ -62,23 +62,27 @@ void tg_reset_peak_bytes(void)
                           memory_order_relaxed);
 }
 
-static tg_storage *storage_new(size_t nbytes)
+/* A new tensor and its storage are ONE allocation, laid out as
+ *
+ *     [storage header | tensor header | padding | elements]
+ *      STORAGE_HEAD     TENSOR_HEAD               64-byte aligned
+ *
+ * because a small op's cost is mostly its allocations: one malloc instead
+ * of three is most of the per-op overhead saved (and plain malloc, padded
+ * to align the elements by hand, costs less than aligned_alloc). The
+ * block belongs to the storage. The tensor made with it holds one of the
+ * storage's references like any view, and when it dies before its views
+ * it only drops that reference: its header stays in the block (a few
+ * hundred bytes) until the last view goes, and then the block is freed in
+ * one piece. Views are tensors of their own allocation (tensor_shell). */
+#define STORAGE_HEAD ((sizeof(tg_storage) + 15) / 16 * 16)
+#define TENSOR_HEAD ((sizeof(tg_tensor) + 15) / 16 * 16)
+#define DATA_ALIGN 64
+
+/* Whether t is the tensor header inside its storage's block. */
+static bool tensor_in_block(const tg_tensor *t)
 {
-    tg_storage *s = tg_calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    /* aligned_alloc wants a multiple of the alignment; round up. */
-    size_t padded = (nbytes + 63) / 64 * 64;
-    s->data = tg_aligned_alloc(64, padded ? padded : 64);
-    if (!s->data) {
-        free(s);
-        return NULL;
-    }
-    s->nbytes = nbytes;
-    s->refcount = 1;
-    COUNT_ADD(live_storages, 1);
-    bytes_add((int64_t)nbytes);
-    return s;
+    return (const char *)t == (const char *)t->storage + STORAGE_HEAD;
 }
 
 static void storage_release(tg_storage *s)
@@ -86,17 +90,14 @@ static void storage_release(tg_storage *s)
     if (--s->refcount > 0)
         return;
     bytes_add(-(int64_t)s->nbytes);
-    free(s->data);
-    free(s);
+    free(s); // the whole block: header, tensor header, elements
     COUNT_ADD(live_storages, -1);
 }
 
-static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
-                               int ndim)
+static void tensor_init(tg_tensor *t, tg_dtype dtype, const int64_t *shape,
+                        int ndim)
 {
-    tg_tensor *t = tg_calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
+    memset(t, 0, sizeof *t);
     t->dtype = dtype;
     t->ndim = ndim;
     /* A zero size anywhere makes numel 0 before any large product can
@@ -111,27 +112,50 @@ static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
         t->numel *= shape[d];
     t->refcount = 1;
     COUNT_ADD(live_tensors, 1);
+}
+
+/* A tensor header of its own, for a view of another tensor's storage. */
+static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
+                               int ndim)
+{
+    tg_tensor *t = tg_malloc(sizeof *t);
+    if (t)
+        tensor_init(t, dtype, shape, ndim);
     return t;
 }
 
 tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
 {
-    tg_tensor *t = tensor_shell(dtype, shape, ndim);
-    if (!t)
-        goto oom;
-    t->storage = storage_new((size_t)t->numel * tg_dtype_size(dtype));
-    if (!t->storage) {
-        free(t);
-        COUNT_ADD(live_tensors, -1);
-        goto oom;
+    /* The element count as tensor_init computes it; callers checked that
+     * it stays below TG_MAX_NUMEL, so the byte count cannot overflow. */
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++)
+        numel = shape[d] == 0 ? 0 : numel * (size_t)shape[d];
+    size_t nbytes = numel * tg_dtype_size(dtype);
+    /* The elements start at the first multiple of DATA_ALIGN after the
+     * headers (DATA_ALIGN - 1 bytes of room) and take whole multiples of
+     * it, as they did when each storage was its own aligned_alloc. */
+    size_t padded = (nbytes + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN;
+    char *block = tg_malloc(STORAGE_HEAD + TENSOR_HEAD + DATA_ALIGN - 1 +
+                            padded);
+    if (!block) {
+        char s[TG_SHAPE_STR_MAX];
+        tg_error("tg_alloc",
+                 "out of memory allocating a %s tensor of shape %s",
+                 tg_dtype_name(dtype), tg_shape_format(shape, ndim, s));
+        return NULL;
     }
+    uintptr_t data = (uintptr_t)(block + STORAGE_HEAD + TENSOR_HEAD);
+    data = (data + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN;
+    tg_storage *st = (tg_storage *)block;
+    *st = (tg_storage){.data = (void *)data, .nbytes = nbytes, .refcount = 1};
+    COUNT_ADD(live_storages, 1);
+    bytes_add((int64_t)nbytes);
+    tg_tensor *t = (tg_tensor *)(block + STORAGE_HEAD);
+    tensor_init(t, dtype, shape, ndim);
+    t->storage = st;
     tg_contiguous_strides(shape, ndim, t->strides);
     return t;
-oom:;
-    char s[TG_SHAPE_STR_MAX];
-    tg_error("tg_alloc", "out of memory allocating a %s tensor of shape %s",
-             tg_dtype_name(dtype), tg_shape_format(shape, ndim, s));
-    return NULL;
 }
 
 tg_tensor *tg_alloc_from_f64(const double *v, const int64_t *shape, int ndim,
@@ -243,9 +267,13 @@ void tg_release(tg_tensor *t)
         return;
     }
     tg_release(t->grad);
+    COUNT_ADD(live_tensors, -1);
+    if (tensor_in_block(t)) {
+        storage_release(t->storage); // frees t too when it was the last
+        return;
+    }
     storage_release(t->storage);
     free(t);
-    COUNT_ADD(live_tensors, -1);
 }
 
 /* ------------------------------------------------------------------ create */
@@ -681,6 +709,13 @@ int tg_to_f64_array(const tg_tensor *x, double *out)
 static void cast_loop(char **data, const int64_t *st, int64_t n, void *ctx)
 {
     const tg_dtype *types = ctx; // {dst, src}
+    if (types[0] == types[1] && st[0] == 1 && st[1] == 1) {
+        /* A plain copy of a run. memmove: tg_copy_ lets a tensor be
+         * copied onto itself (the same layout), where memcpy's arguments
+         * would overlap. */
+        memmove(data[0], data[1], (size_t)n * tg_dtype_size(types[0]));
+        return;
+    }
 #define TG_CAST(TO, TI, CONVERT)                                            \
     for (int64_t i = 0; i < n; i++)                                         \
         ((TO *)data[0])[i * st[0]] = CONVERT(((const TI *)data[1])[i * st[1]]);
@@ -716,10 +751,16 @@ int tg_fill_(tg_tensor *x, double value)
     if (!x || !tg_write_all_allowed("tg_fill_", x) ||
         !value_fits("tg_fill_", value, x->dtype))
         return -1;
-    /* The value as a 0-d tensor on the stack: a fill needs no memory, so
-     * it cannot fail when memory runs out (tg_zero_grad, which cannot
-     * report, and the last step of an update that must not stop half
-     * way rely on it). */
+    /* A fill needs no memory, so it cannot fail when memory runs out
+     * (tg_zero_grad, which cannot report, and the last step of an update
+     * that must not stop half way rely on it). A contiguous x (a grad
+     * being zeroed) is written directly; any other layout gets the value
+     * as a 0-d tensor on the stack, broadcast by the copy. */
+    if (tg_is_contiguous(x)) {
+        fill_contiguous(x, value);
+        x->storage->version++;
+        return 0;
+    }
     union { float f32; double f64; int64_t i64; } cell;
     tg_storage storage = {.data = &cell, .nbytes = sizeof cell,
                           .refcount = 1};

@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ the plan */
@@ -264,6 +265,89 @@ static int64_t argmin_i64(const int64_t *row, int64_t n)
     return best;
 }
 
+/* ------------------------------------------------ contiguous sum, mean */
+
+/* The fast path of sum and mean for a contiguous float x whose reduced
+ * dims are all before its kept ones (a bias gradient: (N, C) -> (C,)) or
+ * all after them (each row of a matrix), dims of size 1 aside: it reads x
+ * where it lies instead of copying it transposed into doubles. Each output
+ * is still a double sum from 0 in the order of the elements (row after row
+ * for leading dims), the very additions of sum_f64 on the copy, so the
+ * result is the reference's bit for bit. Leading dims add whole rows into
+ * a row of accumulators, a loop the compiler vectorises. Returns false,
+ * having done nothing, for any other layout; else true, with *out the new
+ * reference (NULL after an error). */
+static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
+                           bool mean, tg_tensor **out)
+{
+    if (!tg_dtype_is_float(x->dtype) || !tg_is_contiguous(x) ||
+        tg_use_reference_kernels())
+        return false;
+    /* 0: no dim of size > 1 seen; 1: in the first block; 2: in the second. */
+    int block = 0;
+    bool first_reduced = false;
+    for (int d = 0; d < x->ndim; d++) {
+        if (x->shape[d] == 1)
+            continue;
+        if (block == 0) {
+            block = 1;
+            first_reduced = p->reduced[d];
+        } else if (block == 1 && p->reduced[d] != first_reduced) {
+            block = 2;
+        } else if (block == 2 && p->reduced[d] == first_reduced) {
+            return false; // three blocks: the general path
+        }
+    }
+    bool leading = first_reduced && block == 2;
+    double stack[256], *acc = stack;
+    if (leading && p->rows > 256 &&
+        !(acc = tg_malloc((size_t)p->rows * sizeof *acc))) {
+        tg_error(mean ? "tg_mean" : "tg_sum", "out of memory");
+        *out = NULL;
+        return true;
+    }
+    tg_tensor *o = tg_alloc(p->out_shape, p->out_ndim, x->dtype);
+    if (o) {
+        const char *base = tg_base_ptr(x);
+        int64_t rows = p->rows, n = p->n;
+        if (leading) {
+            for (int64_t r = 0; r < rows; r++)
+                acc[r] = 0.0;
+#define TG_SUM_LEADING(T)                                                   \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const T *row = (const T *)base + i * rows;                          \
+        for (int64_t r = 0; r < rows; r++)                                  \
+            acc[r] += (double)row[r];                                       \
+    }
+            if (x->dtype == TG_FLOAT32)
+                TG_SUM_LEADING(float)
+            else
+                TG_SUM_LEADING(double)
+#undef TG_SUM_LEADING
+            for (int64_t r = 0; r < rows; r++)
+                tg_store_contiguous(o, r, mean ? acc[r] / (double)n : acc[r]);
+        } else {
+            for (int64_t r = 0; r < rows; r++) {
+                double sum = 0.0;
+                if (x->dtype == TG_FLOAT32) {
+                    const float *row = (const float *)base + r * n;
+                    for (int64_t j = 0; j < n; j++)
+                        sum += (double)row[j];
+                } else {
+                    const double *row = (const double *)base + r * n;
+                    for (int64_t j = 0; j < n; j++)
+                        sum += row[j];
+                }
+                tg_store_contiguous(o, r, mean ? sum / (double)n : sum);
+            }
+        }
+    }
+    if (acc != stack)
+        free(acc);
+    *out = o;
+    return true;
+}
+
 /* ------------------------------------------------------------ driver */
 
 /* What every reduction's backward knows besides its saved tensors. */
@@ -284,6 +368,9 @@ typedef struct reduce_op {
     bool out_int64;     // argmax, argmin: indices whatever the input
     bool needs_element; // max, min, argmax, argmin: no value for an empty row
 } reduce_op;
+
+/* Defined with the ops below; the driver takes their fast path. */
+static const reduce_op sum_op, mean_op;
 
 /* Runs op over dims of x. When grad is given and x requires grad, records
  * the call as one node (with a reduce_ctx) and sets *node, so that the
@@ -322,16 +409,23 @@ static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
         return NULL;
     }
     bool as_int = x->dtype == TG_INT64;
-    tg_tensor *rows = rows_as(x, &p, as_int ? TG_INT64 : TG_FLOAT64);
-    tg_tensor *out = rows ? tg_alloc(p.out_shape, p.out_ndim,
-                                     op->out_int64 ? TG_INT64 : x->dtype)
-                          : NULL;
-    if (out && as_int) {
+    tg_tensor *out = NULL, *rows = NULL;
+    if ((op == &sum_op || op == &mean_op) &&
+        sum_contiguous(x, &p, op == &mean_op, &out)) {
+        if (!out)
+            return NULL;
+    } else {
+        rows = rows_as(x, &p, as_int ? TG_INT64 : TG_FLOAT64);
+        out = rows ? tg_alloc(p.out_shape, p.out_ndim,
+                              op->out_int64 ? TG_INT64 : x->dtype)
+                   : NULL;
+    }
+    if (rows && out && as_int) {
         const int64_t *m = (const int64_t *)tg_base_ptr(rows); // (rows, n)
         int64_t *o = (int64_t *)tg_base_ptr(out);               // (rows,)
         for (int64_t r = 0; r < p.rows; r++)
             o[r] = op->i64(m + r * p.n, p.n);
-    } else if (out) {
+    } else if (rows && out) {
         const double *m = (const double *)tg_base_ptr(rows); // (rows, n)
         for (int64_t r = 0; r < p.rows; r++)
             tg_store_contiguous(out, r, op->f64(m + r * p.n, p.n, correction));

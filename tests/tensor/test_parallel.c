@@ -1,4 +1,601 @@
 /*
- * tests/tensor/test_parallel.c - tg_set_kernels, tg_set_num_threads and the environment variables TG_KERNELS, TG_NUM_THREADS.
+ * tests/tensor/test_parallel.c - tg_set_kernels, tg_set_num_threads, the
+ * environment variables TG_KERNELS and TG_NUM_THREADS, and
+ * tg_parallel_threads; and the contiguous fast paths of the elementwise
+ * apply, the gradient accumulation, sum/mean and the optimiser step,
+ * compared bit for bit with their general paths.
+ *
+ * The environment is read once per process, at first use. So the
+ * environment tests start this very test binary again (/proc/self/exe)
+ * with the variable set and a filter that runs only the probe test below:
+ * a fresh process whose first call to the library is the probe's, which
+ * writes what it saw to a file and whose stderr goes to another. Not here:
+ * the threaded kernels' results (tests/autograd/test_fast_*.c).
  */
 #include "../common.h"
+
+#include "tensor/internal.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ------------------------------------------------------------- kernels */
+
+TG_TEST(parallel, kernels_set_and_get)
+{
+    tg_kernels before = tg_get_kernels();
+    const tg_kernels all[] = {TG_KERNELS_REFERENCE, TG_KERNELS_PORTABLE,
+                              TG_KERNELS_FAST};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tg_set_kernels(all[i]), 0, "%s", tg_last_error());
+        cr_assert_eq(tg_get_kernels(), all[i]);
+    }
+    tg_set_kernels(before);
+}
+
+/* Values outside the enum are refused with the catalogue's message and
+ * change nothing. */
+TG_TEST(parallel, kernels_invalid_refused)
+{
+    cr_assert_eq(tg_set_kernels(TG_KERNELS_PORTABLE), 0);
+    const int bad[] = {-1, 3, 7};
+    for (int i = 0; i < 3; i++) {
+        tg_clear_error();
+        cr_assert_eq(tg_set_kernels((tg_kernels)bad[i]), -1);
+        cr_assert_eq(tg_get_kernels(), TG_KERNELS_PORTABLE);
+        char want[64];
+        snprintf(want, sizeof want, "tg_set_kernels: %d is not a kernel "
+                                    "choice", bad[i]);
+        tg_assert_error(want, "rule: ", "hint: ");
+    }
+    tg_set_kernels(TG_KERNELS_FAST);
+}
+
+typedef struct kernels_probe {
+    tg_kernels set;  // what the thread sets first (-1: nothing)
+    tg_kernels seen; // what it then reads
+} kernels_probe;
+
+static void *read_kernels(void *arg)
+{
+    kernels_probe *p = arg;
+    if ((int)p->set >= 0)
+        tg_set_kernels(p->set);
+    p->seen = tg_get_kernels();
+    return NULL;
+}
+
+static tg_kernels on_new_thread(tg_kernels set)
+{
+    kernels_probe p = {set, (tg_kernels)-1};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, read_kernels, &p), 0);
+    pthread_join(t, NULL);
+    return p.seen;
+}
+
+/* The choice is per thread: a new thread starts from the environment's
+ * value whatever this thread chose, and its own choice stays its own. */
+TG_TEST(parallel, kernels_per_thread)
+{
+    tg_kernels start = on_new_thread((tg_kernels)-1);
+    tg_kernels other = start == TG_KERNELS_REFERENCE ? TG_KERNELS_FAST
+                                                     : TG_KERNELS_REFERENCE;
+    cr_assert_eq(tg_set_kernels(other), 0);
+    cr_assert_eq(on_new_thread((tg_kernels)-1), start,
+                 "a new thread saw this thread's choice");
+    cr_assert_eq(on_new_thread(TG_KERNELS_PORTABLE), TG_KERNELS_PORTABLE);
+    cr_assert_eq(tg_get_kernels(), other,
+                 "another thread's choice changed this thread's");
+    tg_set_kernels(start);
+}
+
+/* ------------------------------------------------------------- threads */
+
+/* The count is n with OpenMP and 1 without it, whatever n is. */
+TG_TEST(parallel, num_threads_set_and_get)
+{
+    int before = tg_get_num_threads();
+    cr_assert_geq(before, 1);
+    cr_assert_eq(tg_set_num_threads(3), 0, "%s", tg_last_error());
+    bool openmp = tg_get_num_threads() == 3;
+    if (!openmp)
+        cr_assert_eq(tg_get_num_threads(), 1);
+    for (int n = 1; n <= 4; n++) {
+        cr_assert_eq(tg_set_num_threads(n), 0);
+        cr_assert_eq(tg_get_num_threads(), openmp ? n : 1);
+    }
+    tg_set_num_threads(before);
+}
+
+TG_TEST(parallel, num_threads_invalid_refused)
+{
+    cr_assert_eq(tg_set_num_threads(2), 0);
+    int before = tg_get_num_threads();
+    const int bad[] = {0, -1, -1000};
+    for (int i = 0; i < 3; i++) {
+        tg_clear_error();
+        cr_assert_eq(tg_set_num_threads(bad[i]), -1);
+        cr_assert_eq(tg_get_num_threads(), before);
+        char want[48];
+        snprintf(want, sizeof want, "tg_set_num_threads: n is %d", bad[i]);
+        tg_assert_error(want, "rule: ", "hint: ");
+    }
+}
+
+static void *read_threads(void *arg)
+{
+    *(int *)arg = tg_get_num_threads();
+    return NULL;
+}
+
+/* One setting for the process: another thread reads what this one set. */
+TG_TEST(parallel, num_threads_process_wide)
+{
+    int before = tg_get_num_threads();
+    for (int n = 1; n <= 2; n++) {
+        cr_assert_eq(tg_set_num_threads(n), 0);
+        int seen = 0;
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, read_threads, &seen), 0);
+        pthread_join(t, NULL);
+        cr_assert_eq(seen, tg_get_num_threads());
+    }
+    tg_set_num_threads(before);
+}
+
+/* Small work stays on the calling thread; large work gets the setting. */
+TG_TEST(parallel, parallel_threads_threshold)
+{
+    int before = tg_get_num_threads();
+    cr_assert_eq(tg_set_num_threads(2), 0);
+    int n = tg_get_num_threads();
+    cr_assert_eq(tg_parallel_threads(0), 1);
+    cr_assert_eq(tg_parallel_threads(1), 1);
+    cr_assert_eq(tg_parallel_threads(TG_PARALLEL_MIN_WORK - 1), 1);
+    cr_assert_eq(tg_parallel_threads(TG_PARALLEL_MIN_WORK), n);
+    cr_assert_eq(tg_parallel_threads(INT64_C(1) << 40), n);
+    cr_assert_eq(tg_set_num_threads(1), 0);
+    cr_assert_eq(tg_parallel_threads(INT64_C(1) << 40), 1);
+    tg_set_num_threads(before);
+}
+
+/* --------------------------------------------------------- environment */
+
+/* Run in a child process started by run_probe (TG_PARALLEL_PROBE names
+ * the output file), else does nothing: its first library calls are the
+ * first reads of the environment. */
+Test(parallel, env_probe)
+{
+    const char *path = getenv("TG_PARALLEL_PROBE");
+    if (!path)
+        return;
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    /* Threads first, while TG_NUM_THREADS has not been read; then the
+     * kernels of this thread and of a new one (whose first read also
+     * comes from the environment). */
+    int threads = tg_get_num_threads();
+    int kernels = (int)tg_get_kernels();
+    int other = (int)on_new_thread((tg_kernels)-1);
+    fprintf(f, "%d %d %d\n", kernels, other, threads);
+    fclose(f);
+}
+
+typedef struct probe_result {
+    int kernels, kernels_other_thread, threads;
+    char err[1024]; // what the child printed on stderr (Criterion's
+                    // summary, and the library's warnings if any)
+} probe_result;
+
+static void read_file(const char *path, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Starts this test binary again with var=value (value NULL: unset) and
+ * runs only the probe. */
+static void run_probe(const char *var, const char *value, probe_result *r)
+{
+    char out[] = "/tmp/tg_parallel_out_XXXXXX";
+    char err[] = "/tmp/tg_parallel_err_XXXXXX";
+    int fo = mkstemp(out), fe = mkstemp(err);
+    cr_assert(fo >= 0 && fe >= 0);
+    close(fo);
+
+    /* The child's environment: ours without TG_KERNELS / TG_NUM_THREADS
+     * (the other one must not leak in from the caller) and without the
+     * variables that make a Criterion process a worker of this run's
+     * sandbox, plus var. */
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 3, sizeof *env);
+    cr_assert_not_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], TG_KERNELS "=", strlen(TG_KERNELS) + 1) &&
+            strncmp(environ[i], TG_NUM_THREADS "=",
+                    strlen(TG_NUM_THREADS) + 1) &&
+            strncmp(environ[i], "TG_PARALLEL_PROBE=", 18) &&
+            strncmp(environ[i], "BXFI_", 5)) // Criterion's sandbox: a
+                                              // worker would attach to it
+            env[k++] = environ[i];
+    char setting[256], probe[128];
+    if (value) {
+        snprintf(setting, sizeof setting, "%s=%s", var, value);
+        env[k++] = setting;
+    }
+    snprintf(probe, sizeof probe, "TG_PARALLEL_PROBE=%s", out);
+    env[k++] = probe;
+    env[k] = NULL;
+
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fe, STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null",
+                                     O_WRONLY, 0);
+    char *argv[] = {"test_parallel", "--filter=parallel/env_probe",
+                    "--jobs=1", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fe);
+    cr_assert_eq(rc, 0, "posix_spawn failed: %d", rc);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    read_file(err, r->err, sizeof r->err);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the probe process failed (status %d): %s", status, r->err);
+
+    char line[128];
+    read_file(out, line, sizeof line);
+    cr_assert_eq(sscanf(line, "%d %d %d", &r->kernels,
+                        &r->kernels_other_thread, &r->threads),
+                 3, "the probe wrote \"%s\"", line);
+    remove(out);
+    remove(err);
+}
+
+TG_TEST(parallel, env_kernels_read_at_first_use)
+{
+    const char *names[] = {"fast", "portable", "reference"};
+    for (int k = 0; k < 3; k++) {
+        probe_result r;
+        run_probe(TG_KERNELS, names[k], &r);
+        cr_assert_eq(r.kernels, k, "TG_KERNELS=%s gave %d", names[k],
+                     r.kernels);
+        cr_assert_eq(r.kernels_other_thread, k,
+                     "a new thread did not start from TG_KERNELS=%s",
+                     names[k]);
+        cr_assert(!strstr(r.err, "tapegrad:"), "unexpected warning: %s",
+                  r.err);
+    }
+}
+
+/* Unset and empty mean the default, silently. */
+TG_TEST(parallel, env_kernels_default)
+{
+    const char *values[] = {NULL, ""};
+    for (int i = 0; i < 2; i++) {
+        probe_result r;
+        run_probe(TG_KERNELS, values[i], &r);
+        cr_assert_eq(r.kernels, TG_KERNELS_FAST);
+        cr_assert(!strstr(r.err, "tapegrad:"), "unexpected warning: %s",
+                  r.err);
+    }
+}
+
+/* A misspelt value warns on stderr, naming it and the choices, and runs
+ * the default. */
+TG_TEST(parallel, env_kernels_invalid_warns)
+{
+    const char *bad[] = {"Reference", "slow", "1"};
+    for (int i = 0; i < 3; i++) {
+        probe_result r;
+        run_probe(TG_KERNELS, bad[i], &r);
+        cr_assert_eq(r.kernels, TG_KERNELS_FAST);
+        char want[64];
+        snprintf(want, sizeof want, "TG_KERNELS=\"%s\" is not understood",
+                 bad[i]);
+        cr_assert(strstr(r.err, want), "stderr: %s", r.err);
+        cr_assert(strstr(r.err, "rule: TG_KERNELS is fast, portable or "
+                                "reference"),
+                  "stderr: %s", r.err);
+    }
+}
+
+TG_TEST(parallel, env_num_threads_read_at_first_use)
+{
+    probe_result one, two;
+    run_probe(TG_NUM_THREADS, "1", &one);
+    run_probe(TG_NUM_THREADS, "2", &two);
+    cr_assert_eq(one.threads, 1);
+    /* 2 with OpenMP; a build without it runs on 1 whatever is asked. */
+    cr_assert(two.threads == 2 || two.threads == 1);
+    cr_assert(!strstr(one.err, "tapegrad:"), "unexpected warning: %s",
+              one.err);
+    cr_assert(!strstr(two.err, "tapegrad:"), "unexpected warning: %s",
+              two.err);
+}
+
+/* A value that is not a whole number >= 1 warns and gives the default:
+ * the same count as with the variable unset. */
+TG_TEST(parallel, env_num_threads_invalid_warns)
+{
+    probe_result unset;
+    run_probe(TG_NUM_THREADS, NULL, &unset);
+    cr_assert_geq(unset.threads, 1);
+    const char *bad[] = {"0", "-2", "two", "3x"};
+    for (int i = 0; i < 4; i++) {
+        probe_result r;
+        run_probe(TG_NUM_THREADS, bad[i], &r);
+        cr_assert_eq(r.threads, unset.threads, "TG_NUM_THREADS=%s gave %d",
+                     bad[i], r.threads);
+        char want[64];
+        snprintf(want, sizeof want,
+                 "TG_NUM_THREADS=\"%s\" is not understood", bad[i]);
+        cr_assert(strstr(r.err, want), "stderr: %s", r.err);
+        cr_assert(strstr(r.err, "rule: TG_NUM_THREADS is a whole number "
+                                ">= 1"),
+                  "stderr: %s", r.err);
+    }
+}
+
+/* ---------------------------------------------------------- fast paths */
+/* Each shortcut computes what its general path computes, with the same
+ * operations in the same order, so the comparisons are bit for bit. */
+
+/* Whether a and b have the same dtype, shape and bits in C order. */
+static bool same_bits(const tg_tensor *a, const tg_tensor *b)
+{
+    if (!a || !b || a->dtype != b->dtype || !tg_same_shape(a, b))
+        return false;
+    tg_tensor *ca = tg_contiguous(a), *cb = tg_contiguous(b);
+    bool same = memcmp(tg_base_ptr(ca), tg_base_ptr(cb),
+                       (size_t)a->numel * tg_dtype_size(a->dtype)) == 0;
+    tg_release(ca);
+    tg_release(cb);
+    return same;
+}
+
+/* The checker sees a one-ulp difference, a sign of zero, a dtype. */
+TG_TEST(parallel, same_bits_catches_a_wrong_answer)
+{
+    tg_tensor *a = tg_from_array((float[]){1.0f, 0.0f}, TG_SHAPE(2),
+                                 TG_FLOAT32);
+    tg_tensor *b = tg_from_array((float[]){nextafterf(1.0f, 2.0f), 0.0f},
+                                 TG_SHAPE(2), TG_FLOAT32);
+    tg_tensor *c = tg_from_array((float[]){1.0f, -0.0f}, TG_SHAPE(2),
+                                 TG_FLOAT32);
+    tg_tensor *d = tg_to_dtype(a, TG_FLOAT64);
+    cr_assert(same_bits(a, a));
+    cr_assert(!same_bits(a, b));
+    cr_assert(!same_bits(a, c));
+    cr_assert(!same_bits(a, d));
+    tg_release(a);
+    tg_release(b);
+    tg_release(c);
+    tg_release(d);
+}
+
+/* Values with negatives, zeros of both signs, NaN, and a large offset
+ * (|mean| >> spread) so that the order of additions would show. */
+static tg_tensor *test_values(const int64_t *shape, int ndim, tg_dtype dt,
+                              double offset)
+{
+    tg_tensor *x = tg_randn(shape, ndim, TG_FLOAT64);
+    tg_tensor *y = tg_add_scalar(x, offset);
+    tg_tensor *z = tg_to_dtype(y, dt);
+    tg_release(x);
+    tg_release(y);
+    if (z->numel > 3 && offset == 0.0) {
+        tg_tensor *flat = tg_reshape(z, (int64_t[]){z->numel}, 1);
+        tg_set(flat, (int64_t[]){0}, 1, 0.0);
+        tg_set(flat, (int64_t[]){1}, 1, -0.0);
+        tg_set(flat, (int64_t[]){2}, 1, NAN);
+        tg_release(flat);
+    }
+    return z;
+}
+
+/* x laid out with gaps (every other element of a longer buffer) when it
+ * has more than one element along its last dim; else a plain copy, as no
+ * layout of it is non-contiguous. */
+static tg_tensor *strided(const tg_tensor *x)
+{
+    if (x->ndim > 0 && x->shape[x->ndim - 1] > 1 && x->numel > 1)
+        return tg_test_non_contiguous(x, true);
+    return tg_clone(x);
+}
+
+/* The elementwise apply takes one run for contiguous operands of one
+ * shape, and the iterator for others: same results. */
+TG_TEST(parallel, elementwise_contiguous_matches_strided)
+{
+    const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+    const int64_t shapes[][2] = {{7, 5}, {1, 9}, {33, 17}, {0, 4}};
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 4; k++) {
+            tg_tensor *a = test_values(shapes[k], 2, dts[t], 0.0);
+            tg_tensor *b = test_values(shapes[k], 2, dts[t], 3.0);
+            tg_tensor *sa = strided(a);
+            tg_tensor *sb = strided(b);
+            tg_tensor *fast = tg_mul(a, b), *slow = tg_mul(sa, sb);
+            cr_assert(same_bits(fast, slow), "mul, case %d", k);
+            tg_tensor *fs = tg_sub_scalar(a, 0.25);
+            tg_tensor *ss = tg_sub_scalar(sa, 0.25);
+            cr_assert(same_bits(fs, ss), "sub_scalar, case %d", k);
+            tg_tensor *fu = tg_exp(a), *su = tg_exp(sa);
+            cr_assert(same_bits(fu, su), "exp, case %d", k);
+            tg_release(a), tg_release(b), tg_release(sa), tg_release(sb);
+            tg_release(fast), tg_release(slow), tg_release(fs);
+            tg_release(ss), tg_release(fu), tg_release(su);
+        }
+}
+
+/* d(sum(relu(x) * w))/dx on the fast and the reference kernels. */
+static tg_tensor *relu_grad(const tg_tensor *x, const tg_tensor *w,
+                            tg_kernels kernels)
+{
+    tg_set_kernels(kernels);
+    tg_tensor *leaf = tg_clone(x);
+    tg_set_requires_grad(leaf, true);
+    tg_tensor *y = tg_relu(leaf), *yw = tg_mul(y, w);
+    tg_tensor *l = tg_sum(yw, NULL, 0, false);
+    cr_assert_eq(tg_backward(l), 0, "%s", tg_last_error());
+    tg_tensor *g = tg_retain(leaf->grad);
+    tg_release(y), tg_release(yw), tg_release(l), tg_release(leaf);
+    tg_set_kernels(TG_KERNELS_FAST);
+    return g;
+}
+
+TG_TEST(parallel, relu_backward_matches_reference)
+{
+    const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+    for (int t = 0; t < 2; t++) {
+        tg_tensor *x = test_values(TG_SHAPE(13, 7), dts[t], 0.0);
+        tg_tensor *w = test_values(TG_SHAPE(7, 13), dts[t], 0.0);
+        tg_tensor *wt = tg_transpose(w, 0, 1); // g arrives strided
+        tg_tensor *fast = relu_grad(x, wt, TG_KERNELS_FAST);
+        tg_tensor *ref = relu_grad(x, wt, TG_KERNELS_REFERENCE);
+        cr_assert(same_bits(fast, ref), "dtype %d", t);
+        tg_release(x), tg_release(w), tg_release(wt);
+        tg_release(fast), tg_release(ref);
+    }
+}
+
+/* sum and mean over leading dims, trailing dims, all, none, and a
+ * layout the fast path leaves to the general one, on contiguous and
+ * strided inputs, against the reference kernels. */
+TG_TEST(parallel, sum_mean_match_reference)
+{
+    const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+    const int64_t shapes[][3] = {{4, 5, 6}, {1, 9, 1}, {33, 1, 17},
+                                 {0, 3, 2}, {2, 0, 5}};
+    const int dimsets[][3] = {{0}, {0, 1}, {1, 2}, {2}, {0, 2}, {1}};
+    const int ndims[] = {1, 2, 2, 1, 2, 1};
+    const double offsets[] = {0.0, 1.0e4};
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 5; k++)
+            for (int o = 0; o < 2; o++) {
+                tg_tensor *x = test_values(shapes[k], 3, dts[t], offsets[o]);
+                tg_tensor *xs = strided(x);
+                for (int d = 0; d <= 6; d++) {
+                    const int *dims = d < 6 ? dimsets[d] : NULL;
+                    int nd = d < 6 ? ndims[d] : 0;
+                    for (int keep = 0; keep < 2; keep++)
+                        for (int mean = 0; mean < 2; mean++) {
+                            tg_tensor *r[3];
+                            tg_set_kernels(TG_KERNELS_REFERENCE);
+                            r[0] = mean ? tg_mean(x, dims, nd, keep)
+                                        : tg_sum(x, dims, nd, keep);
+                            tg_set_kernels(TG_KERNELS_FAST);
+                            r[1] = mean ? tg_mean(x, dims, nd, keep)
+                                        : tg_sum(x, dims, nd, keep);
+                            r[2] = mean ? tg_mean(xs, dims, nd, keep)
+                                        : tg_sum(xs, dims, nd, keep);
+                            cr_assert(same_bits(r[0], r[1]) &&
+                                          same_bits(r[0], r[2]),
+                                      "dtype %d shape %d dims %d keep %d "
+                                      "mean %d",
+                                      t, k, d, keep, mean);
+                            for (int i = 0; i < 3; i++)
+                                tg_release(r[i]);
+                        }
+                }
+                tg_release(x);
+                tg_release(xs);
+            }
+}
+
+/* x.grad after two backwards of sum((x^T) * w) (a strided gradient, added
+ * into an existing .grad the second time) and of sum(x * w). */
+static tg_tensor *accumulated(const tg_tensor *x0, const tg_tensor *w,
+                              tg_kernels kernels)
+{
+    tg_set_kernels(kernels);
+    tg_tensor *x = tg_clone(x0);
+    tg_set_requires_grad(x, true);
+    for (int rep = 0; rep < 3; rep++) {
+        tg_tensor *xt = rep == 1 ? tg_retain(x) : tg_transpose(x, 0, 1);
+        tg_tensor *ww = rep == 1 ? tg_transpose(w, 0, 1) : tg_clone(w);
+        tg_tensor *p = tg_mul(xt, ww);
+        tg_tensor *l = tg_sum(p, NULL, 0, false);
+        cr_assert_eq(tg_backward(l), 0, "%s", tg_last_error());
+        tg_release(xt), tg_release(ww), tg_release(p), tg_release(l);
+    }
+    tg_tensor *g = tg_retain(x->grad);
+    tg_release(x);
+    tg_set_kernels(TG_KERNELS_FAST);
+    return g;
+}
+
+TG_TEST(parallel, grad_accumulation_matches_reference)
+{
+    const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+    for (int t = 0; t < 2; t++) {
+        tg_tensor *x = test_values(TG_SHAPE(5, 9), dts[t], 0.0);
+        tg_tensor *w = test_values(TG_SHAPE(9, 5), dts[t], 100.0);
+        tg_tensor *fast = accumulated(x, w, TG_KERNELS_FAST);
+        tg_tensor *ref = accumulated(x, w, TG_KERNELS_REFERENCE);
+        cr_assert(same_bits(fast, ref), "dtype %d", t);
+        tg_release(x), tg_release(w), tg_release(fast), tg_release(ref);
+    }
+}
+
+/* The SGD loops for the plain rule and for momentum without decay or
+ * nesterov, against the rule written out per element in float. */
+TG_TEST(parallel, sgd_loops_match_the_rule)
+{
+    const double lr = 0.1, mom = 0.9;
+    for (int with_momentum = 0; with_momentum < 2; with_momentum++) {
+        tg_tensor *p = test_values(TG_SHAPE(37), TG_FLOAT32, 0.5);
+        tg_set_requires_grad(p, true);
+        tg_sgd_config c = tg_sgd_config_default(lr);
+        c.momentum = with_momentum ? mom : 0.0;
+        tg_optimizer *opt = tg_sgd_new(NULL, &c);
+        cr_assert_eq(tg_optimizer_add_parameter(opt, p), 0);
+        float want[37], buf[37];
+        const float *pv = tg_data_f32(p);
+        memcpy(want, pv, sizeof want);
+        for (int step = 0; step < 3; step++) {
+            tg_tensor *g = test_values(TG_SHAPE(37), TG_FLOAT32, 0.5);
+            tg_clear_grad(p);
+            p->grad = tg_clone(g);
+            cr_assert_eq(tg_optimizer_step(opt), 0, "%s", tg_last_error());
+            const float *gv = tg_data_f32(g);
+            for (int i = 0; i < 37; i++) {
+                float d = gv[i];
+                if (with_momentum) {
+                    buf[i] = step == 0 ? d
+                                       : buf[i] * (float)mom +
+                                             (float)(1.0 - 0.0) * d;
+                    d = buf[i];
+                }
+                want[i] = want[i] + (float)(-lr) * d;
+            }
+            cr_assert(memcmp(want, tg_data_f32(p), sizeof want) == 0,
+                      "momentum %d, step %d", with_momentum, step);
+            tg_release(g);
+        }
+        tg_optimizer_free(opt);
+        tg_release(p);
+    }
+}

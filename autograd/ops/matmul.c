@@ -12,19 +12,26 @@
  * float64; int64 with a float gives the float). PyTorch instead requires
  * equal dtypes. int64 products are exact, wrapping modulo 2^64.
  *
- * Accumulation: float32 and float64 products are summed in double and
- * rounded to the output dtype once, so a float32 result is the correctly
- * rounded value of a sum whose error is far below a float32 ulp.
- *
- * Two kernels compute the same thing:
+ * The kernels:
  *   matmul_naive_*: the plain triple loop over strided operands, obviously
- *     correct; the reference the tests compare the fast kernel against.
- *   matmul_ikj_*: the kernel tg_matmul uses, on contiguous copies, in
- *     i-k-j order: row i of the output is built as sum_p a[i,p] * b[p,:],
- *     so the inner loop streams through one row of b and one row of an
- *     accumulator, both contiguous (the naive j-inner-k order jumps n
- *     elements through b at every step).
- * This file is not a BLAS: no blocking, no threads.
+ *     correct; the reference the tests compare the fast kernels against,
+ *     and what tg_matmul runs with TG_KERNELS_REFERENCE. It sums float32
+ *     and float64 products in double and rounds once, so a float32 result
+ *     is the correctly rounded value of a sum whose error is far below a
+ *     float32 ulp.
+ *   the fast kernels, for float32 and float64 (autograd/ops/gemm.c): a
+ *     blocked, register-tiled, threaded C kernel, or OpenBLAS's sgemm and
+ *     dgemm in a build with it. They read the operands through their
+ *     strides (a transposed view is not copied) and, as BLAS and PyTorch
+ *     do, accumulate in the operands' type. float64 agrees with the
+ *     reference bit for bit on the C kernels; a float32 output may differ
+ *     from it by up to (k + 2) * 2^-24 * (|a| @ |b|)[i, j], the error
+ *     bound of a k-term float32 sum (gemm.c says why), on the C kernels
+ *     and on OpenBLAS alike. The C kernels' results do not depend on the
+ *     thread count.
+ *   matmul_ikj_i64: int64, exact, on contiguous copies in i-k-j order:
+ *     row i of the output is built as sum_p a[i,p] * b[p,:], so the inner
+ *     loop streams through one row of b and one row of sums.
  *
  * Backward (matmul_backward, next to the op): da = g @ b^T, db = a^T @ g
  * on the operands with their 1-D promotions made, then summed over the
@@ -33,14 +40,15 @@
  * recorded_op; PyTorch wraps some of them in view nodes of its own).
  */
 #include "../internal.h"
+#include "gemm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* tg_matmul computed with the naive kernel on the strided operands (no
  * contiguous copy unless a dtype conversion is needed). For tests and
- * teaching: same arguments, checks and result as tg_matmul. New
- * reference. */
+ * teaching: same arguments and checks as tg_matmul; the result is
+ * tg_matmul's with TG_KERNELS_REFERENCE. New reference. */
 tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b);
 
 /* --------------------------------------------------------------- shapes */
@@ -195,9 +203,9 @@ static int64_t block_offset(const tg_tensor *v, const matmul_dims *s,
 /* c (m, n), contiguous = a (m, k) @ b (k, n), one block.
  *   c[i, j] = sum_p a[i, p] * b[p, j]
  * ACC is the accumulator: double for the float dtypes, uint64_t for int64
- * (unsigned, so that overflow wraps instead of being undefined). */
-#define TG_MATMUL_KERNELS(sfx, T, ACC)                                      \
-    /* The reference: any strides (sa_* for a, sb_* for b), p innermost. */ \
+ * (unsigned, so that overflow wraps instead of being undefined).
+ * The reference: any strides (sa_* for a, sb_* for b), p innermost. */
+#define TG_MATMUL_NAIVE(sfx, T, ACC)                                        \
     static void matmul_naive_##sfx(const T *a, int64_t sa_i, int64_t sa_p, \
                                    const T *b, int64_t sb_p, int64_t sb_j, \
                                    T *c, int64_t m, int64_t k, int64_t n)   \
@@ -210,41 +218,45 @@ static int64_t block_offset(const tg_tensor *v, const matmul_dims *s,
                            (ACC)b[p * sb_p + j * sb_j];                     \
                 c[i * n + j] = (T)sum;                                      \
             }                                                               \
-    }                                                                       \
-    /* The fast one: a and b row-major (lda k, ldb n); acc holds n          \
-     * partial sums of one output row. For each (i, j) the products are     \
-     * added in the same p order as above, so both agree bit for bit. */    \
-    static void matmul_ikj_##sfx(const T *a, const T *b, T *c, int64_t m,   \
-                                 int64_t k, int64_t n, ACC *acc)            \
-    {                                                                       \
-        for (int64_t i = 0; i < m; i++) {                                   \
-            for (int64_t j = 0; j < n; j++)                                 \
-                acc[j] = 0;                                                 \
-            for (int64_t p = 0; p < k; p++) {                               \
-                const ACC aip = (ACC)a[i * k + p];                          \
-                const T *brow = b + p * n;                                  \
-                for (int64_t j = 0; j < n; j++)                             \
-                    acc[j] += aip * (ACC)brow[j];                           \
-            }                                                               \
-            for (int64_t j = 0; j < n; j++)                                 \
-                c[i * n + j] = (T)acc[j];                                   \
-        }                                                                   \
     }
 
-TG_MATMUL_KERNELS(f32, float, double)
-TG_MATMUL_KERNELS(f64, double, double)
-TG_MATMUL_KERNELS(i64, int64_t, uint64_t)
+TG_MATMUL_NAIVE(f32, float, double)
+TG_MATMUL_NAIVE(f64, double, double)
+TG_MATMUL_NAIVE(i64, int64_t, uint64_t)
+
+/* The fast int64 kernel: a and b row-major (lda k, ldb n); acc holds n
+ * partial sums of one output row, added in the same p order as the
+ * reference (exact either way: integer sums wrap, they do not round). */
+static void matmul_ikj_i64(const int64_t *a, const int64_t *b, int64_t *c,
+                           int64_t m, int64_t k, int64_t n, uint64_t *acc)
+{
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++)
+            acc[j] = 0;
+        for (int64_t p = 0; p < k; p++) {
+            const uint64_t aip = (uint64_t)a[i * k + p];
+            const int64_t *brow = b + p * n;
+            for (int64_t j = 0; j < n; j++)
+                acc[j] += aip * (uint64_t)brow[j];
+        }
+        for (int64_t j = 0; j < n; j++)
+            c[i * n + j] = (int64_t)acc[j];
+    }
+}
 
 /* Runs one kernel over every block. va, vb come from as_blocks; out is
- * contiguous (nblocks, m, n) whatever its final shape. With naive false, va
- * and vb must be contiguous in their last two dims. */
+ * contiguous (nblocks, m, n) whatever its final shape. With naive false,
+ * an int64 va and vb must be contiguous in their last two dims (the float
+ * kernels take any strides). */
 static int matmul_run(const tg_tensor *va, const tg_tensor *vb,
                       tg_tensor *out, const matmul_dims *s, bool naive)
 {
     int64_t m = s->m, k = s->k, n = s->n;
-    /* n + 1: malloc(0) may return NULL. 8 bytes fit double and uint64_t. */
-    void *acc = naive ? NULL : tg_malloc(sizeof(double) * (size_t)(n + 1));
-    if (!naive && !acc) {
+    bool ikj = !naive && out->dtype == TG_INT64;
+    /* n + 1: malloc(0) may return NULL. */
+    uint64_t *acc = ikj ? tg_malloc(sizeof(uint64_t) * (size_t)(n + 1))
+                        : NULL;
+    if (ikj && !acc) {
         tg_error("tg_matmul", "out of memory for a row of %lld sums",
                  (long long)n);
         return -1;
@@ -256,7 +268,7 @@ static int matmul_run(const tg_tensor *va, const tg_tensor *vb,
         int64_t oa = block_offset(va, s, blk), ob = block_offset(vb, s, blk);
         int64_t oc = blk * m * n;
         switch (out->dtype) {
-#define TG_MATMUL_CASE(DT, sfx, T, ACC)                                     \
+#define TG_MATMUL_CASE(DT, sfx, T, FAST)                                    \
         case DT: {                                                          \
             const T *pa = (const T *)tg_base_ptr(va) + oa;                  \
             const T *pb = (const T *)tg_base_ptr(vb) + ob;                  \
@@ -265,12 +277,17 @@ static int matmul_run(const tg_tensor *va, const tg_tensor *vb,
                 matmul_naive_##sfx(pa, sa_i, sa_p, pb, sb_p, sb_j, pc, m,   \
                                    k, n);                                   \
             else                                                            \
-                matmul_ikj_##sfx(pa, pb, pc, m, k, n, (ACC *)acc);          \
+                FAST;                                                       \
             break;                                                          \
         }
-            TG_MATMUL_CASE(TG_FLOAT32, f32, float, double)
-            TG_MATMUL_CASE(TG_FLOAT64, f64, double, double)
-            TG_MATMUL_CASE(TG_INT64, i64, int64_t, uint64_t)
+            TG_MATMUL_CASE(TG_FLOAT32, f32, float,
+                           tg_gemm_f32(pa, sa_i, sa_p, pb, sb_p, sb_j, pc, m,
+                                       k, n))
+            TG_MATMUL_CASE(TG_FLOAT64, f64, double,
+                           tg_gemm_f64(pa, sa_i, sa_p, pb, sb_p, sb_j, pc, m,
+                                       k, n))
+            TG_MATMUL_CASE(TG_INT64, i64, int64_t,
+                           matmul_ikj_i64(pa, pb, pc, m, k, n, acc))
 #undef TG_MATMUL_CASE
         }
     }
@@ -280,16 +297,16 @@ static int matmul_run(const tg_tensor *va, const tg_tensor *vb,
 
 /* -------------------------------------------------------------- the op */
 
-/* The converted operand: for the fast kernel always a contiguous copy (x
- * itself when it already is one); for the naive kernel x as it is, unless
- * its dtype must change. New reference.
+/* The converted operand: for the int64 fast kernel always a contiguous
+ * copy (x itself when it already is one); for the others x as it is,
+ * unless its dtype must change. New reference.
  *
  * A batch dim of stride 0 (x was expanded) repeats one block: it is copied
  * as size 1, and as_blocks broadcasts it again, so an expanded operand
  * costs one block of memory, not the whole batch. */
 static tg_tensor *operand(const tg_tensor *x, tg_dtype dtype, bool naive)
 {
-    if (naive && x->dtype == dtype)
+    if ((naive || dtype != TG_INT64) && x->dtype == dtype)
         return tg_retain((tg_tensor *)x);
     int64_t shape[TG_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++)
@@ -460,7 +477,7 @@ static tg_tensor *matmul(const tg_tensor *a, const tg_tensor *b, bool naive)
 /* out = a @ b, with the shapes listed at the top of this file */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b)
 {
-    return matmul(a, b, false);
+    return matmul(a, b, tg_use_reference_kernels());
 }
 
 tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b)

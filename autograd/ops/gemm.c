@@ -1,0 +1,446 @@
+/*
+ * autograd/ops/gemm.c - the fast float kernels of tg_matmul: a cache-
+ * blocked product with packed panels and a register-tiled micro-kernel in
+ * plain C, a direct kernel for small products, and the optional OpenBLAS
+ * call. One (m, k) @ (k, n) block per call; matmul.c loops the batch.
+ *
+ * This file is not the reference: matmul.c's naive triple loop is. It is
+ * not a BLAS either: no alpha/beta, no FMA, one blocking for all shapes.
+ *
+ * What the C kernels promise. Every output is
+ *     c[i, j] = (...((0 + a[i,0] b[0,j]) + a[i,1] b[1,j]) + ...)
+ * in the operands' type: each product rounded, then added in p order. The
+ * blocked kernel keeps that order (a k-block's partial sums are reloaded
+ * from c, never added as a separate sum), vectorises across j only, and
+ * the build forbids contracting a*b+c into an FMA; so the direct kernel,
+ * the blocked one, every thread count, every blocking size and every
+ * target_clones variant give the same bits. For float64 that is exactly
+ * the reference's sum. For float32 the reference sums in double and
+ * rounds once; the recursive float32 sum is off from the exact one by at
+ * most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u) with
+ * u = 2^-24 (Higham, Accuracy and Stability, 3.1), and the reference by
+ * u |c|, so
+ *     |fast - reference| <= (k + 2) u (|a| @ |b|)[i, j]
+ * while k u < 1/2, which is the tolerance the tests use. OpenBLAS sums in
+ * its own order with FMAs; the same bound holds for it (an FMA rounds
+ * once where the plain code rounds twice).
+ *
+ * The blocked kernel (after Goto and van de Geijn, "Anatomy of high-
+ * performance matrix multiplication", 2008, and BLIS):
+ *   for each column block jc (NC columns) and k-block pc (KC):
+ *     pack b[pc.., jc..] into panels of NR columns, p-major (all threads)
+ *     for each row block ic (mc rows), one per thread at a time:
+ *       pack a[ic.., pc..] into panels of MR rows, p-major
+ *       for each NR panel and MR panel: the micro-kernel, an MR x NR tile
+ *         of c held in registers while p runs over the k-block.
+ * Packing reads the operands through their strides, so a transposed view
+ * costs nothing extra, and pads edge panels with zeros, so the micro-
+ * kernel has fixed trip counts GCC vectorises (MR rows of NR lanes; the
+ * MR rows are spelt out so the accumulators stay in registers). The work
+ * is split by row blocks of c: every output is computed by one thread,
+ * whole, so the thread count cannot change a result.
+ */
+#include "gemm.h"
+
+#include "../internal.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef TG_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* The hot loops are compiled for three x86-64 levels and the best one is
+ * chosen at load time (GCC's target_clones). The variants differ in
+ * vector width only: same operations in the same order, same results.
+ * Elsewhere (or under clang) one portable version. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GEMM_CLONES                                                        \
+    __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define GEMM_CLONES
+#endif
+
+/* Register tile: MR rows of NR columns. 6 x 16 floats are 6 AVX-512
+ * registers (12 AVX2); 6 x 8 doubles the same. Measured on a Xeon with
+ * AVX-512 against 4, 8, 12 rows and 32 columns, 6 x 16 was fastest. */
+#define MR 6
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define NR_F32 16
+#define NR_F64 8
+/* Cache blocks, in elements: a KC x NR panel of b (16 KB of float) stays
+ * in L1 while a's MC x KC block (about 200 KB) stays in L2. */
+#define KC_F32 256
+#define KC_F64 128
+#define MC_MAX 192
+#define NC_MAX 3072
+/* Below this many multiply-adds the direct kernel runs, unless c is
+ * narrow: packing would cost more than it saves. It also runs when a has
+ * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
+ * (n < NR / 2) takes the blocked kernel, whose padded tiles still beat
+ * the direct kernel's short vector loops. */
+#define DIRECT_MAX_WORK 8192
+/* Work (multiply-adds) per thread below which a thread does not pay. */
+#define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
+
+static _Thread_local tg_gemm_path forced_path = TG_GEMM_AUTO;
+
+void tg_gemm_force_path(tg_gemm_path path)
+{
+    forced_path = path;
+}
+
+static int64_t round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+static int64_t min64(int64_t x, int64_t y)
+{
+    return x < y ? x : y;
+}
+
+/* Threads for an m x k x n product: never more than there are row
+ * blocks of MR, nor than the work pays for. */
+static int gemm_threads(int64_t m, int64_t k, int64_t n)
+{
+    int nt = tg_get_num_threads();
+    int64_t work = m * k * n;
+    int64_t by_work = work / GEMM_MIN_WORK_PER_THREAD;
+    int64_t by_rows = (m + MR - 1) / MR;
+    if (by_work < nt)
+        nt = by_work < 1 ? 1 : (int)by_work;
+    if (by_rows < nt)
+        nt = (int)by_rows;
+    return nt;
+}
+
+#ifdef TG_HAVE_OPENBLAS
+/* How BLAS can read a rows x cols operand with strides (s_r, s_c): as is
+ * (row-major, leading dimension s_r) or transposed (column-major, s_c).
+ * A size-1 dim's stride never matters. False when neither works (then
+ * the operand is copied). */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
+                        bool *trans, int *ld)
+{
+    int64_t l;
+    if ((s_c == 1 || cols == 1) && (rows == 1 || s_r >= cols)) {
+        *trans = false;
+        l = rows == 1 || s_r < 1 ? (cols > 1 ? cols : 1) : s_r;
+        if (l < cols)
+            l = cols;
+    } else if ((s_r == 1 || rows == 1) && (cols == 1 || s_c >= rows)) {
+        *trans = true;
+        l = cols == 1 || s_c < 1 ? (rows > 1 ? rows : 1) : s_c;
+        if (l < rows)
+            l = rows;
+    } else {
+        return false;
+    }
+    if (l > INT_MAX)
+        return false;
+    *ld = (int)l;
+    return true;
+}
+#endif
+
+/* The kernels, once per type: T the element type, NR its tile width, KC
+ * its k-block, BLAS_GEMM its cblas routine. */
+#define TG_GEMM_KERNELS(sfx, T, NR, KC, BLAS_GEMM)                           \
+                                                                              \
+    /* c (m, n) = a @ b without packing: row i of c is built as               \
+     * sum_p a[i, p] * b[p, :] in place, a row of c and of b at a time        \
+     * (unit stride vectorises across j). */                                  \
+    GEMM_CLONES static void gemm_direct_##sfx(                                \
+        const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
+        int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
+    {                                                                         \
+        for (int64_t i = 0; i < m; i++) {                                     \
+            T *restrict ci = c + i * n;                                       \
+            for (int64_t j = 0; j < n; j++)                                   \
+                ci[j] = 0;                                                    \
+            for (int64_t p = 0; p < k; p++) {                                 \
+                const T aip = a[i * sa_i + p * sa_p];                         \
+                const T *restrict bp = b + p * sb_p;                          \
+                if (sb_j == 1)                                                \
+                    for (int64_t j = 0; j < n; j++)                           \
+                        ci[j] += aip * bp[j];                                 \
+                else                                                          \
+                    for (int64_t j = 0; j < n; j++)                           \
+                        ci[j] += aip * bp[j * sb_j];                          \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* bp <- b[0:kc, 0:nc] as panels of NR columns: panel q holds             \
+     * b[p, q*NR + j] at bp[q*kc*NR + p*NR + j], columns past nc zero. */     \
+    static void pack_b_panel_##sfx(const T *b, int64_t sb_p, int64_t sb_j,    \
+                                   int64_t kc, int64_t nc, int64_t q,         \
+                                   T *restrict bp)                            \
+    {                                                                         \
+        int64_t j0 = q * NR, w = min64(NR, nc - j0);                          \
+        T *restrict dst = bp + q * kc * NR;                                   \
+        for (int64_t p = 0; p < kc; p++) {                                    \
+            const T *src = b + p * sb_p + j0 * sb_j;                          \
+            T *restrict d = dst + p * NR;                                     \
+            if (w == NR && sb_j == 1)                                         \
+                for (int j = 0; j < NR; j++)                                  \
+                    d[j] = src[j];                                            \
+            else {                                                            \
+                for (int64_t j = 0; j < w; j++)                               \
+                    d[j] = src[j * sb_j];                                     \
+                for (int64_t j = w; j < NR; j++)                              \
+                    d[j] = 0;                                                 \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* ap <- a[0:mc, 0:kc] as panels of MR rows: panel r holds                \
+     * a[r*MR + i, p] at ap[r*kc*MR + p*MR + i], rows past mc zero. */        \
+    static void pack_a_##sfx(const T *a, int64_t sa_i, int64_t sa_p,          \
+                             int64_t mc, int64_t kc, T *restrict ap)          \
+    {                                                                         \
+        for (int64_t r = 0; r * MR < mc; r++) {                               \
+            int64_t i0 = r * MR, h = min64(MR, mc - i0);                      \
+            T *restrict dst = ap + r * kc * MR;                               \
+            for (int64_t p = 0; p < kc; p++) {                                \
+                const T *src = a + i0 * sa_i + p * sa_p;                      \
+                for (int64_t i = 0; i < h; i++)                               \
+                    dst[p * MR + i] = src[i * sa_i];                          \
+                for (int64_t i = h; i < MR; i++)                              \
+                    dst[p * MR + i] = 0;                                      \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The micro-kernel: the MR x NR tile at c (row stride ldc, only its      \
+     * first mr x nr elements exist) plus ap (kc x MR) times bp (kc x NR).    \
+     * first: the tile starts at 0 (else at c's partial sums). One row        \
+     * of NR accumulators per row of the tile, named so they can live in      \
+     * registers; the j loop is the vector loop. */                           \
+    static inline __attribute__((always_inline)) void micro_##sfx(            \
+        int64_t kc, const T *restrict ap, const T *restrict bp,               \
+        T *restrict c, int64_t ldc, int64_t mr, int64_t nr, bool first)       \
+    {                                                                         \
+        ROWS(GEMM_DECL_##sfx)                                                 \
+        if (first || mr < MR || nr < NR) {                                    \
+            ROWS(GEMM_ZERO)                                                   \
+        }                                                                     \
+        if (!first && mr == MR && nr == NR) {                                 \
+            ROWS(GEMM_LOAD_FULL)                                              \
+        } else if (!first) {                                                  \
+            ROWS(GEMM_LOAD_EDGE)                                              \
+        }                                                                     \
+        for (int64_t p = 0; p < kc; p++) {                                    \
+            const T *restrict br = bp + p * NR;                               \
+            ROWS(GEMM_A_##sfx)                                                \
+            for (int j = 0; j < NR; j++) {                                    \
+                ROWS(GEMM_MAC)                                                \
+            }                                                                 \
+        }                                                                     \
+        if (mr == MR && nr == NR) {                                           \
+            ROWS(GEMM_STORE_FULL)                                             \
+        } else {                                                              \
+            ROWS(GEMM_STORE_EDGE)                                             \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* c[0:mc, 0:nc] (+)= the packed a block times the packed b panel. */     \
+    GEMM_CLONES static void macro_##sfx(int64_t mc, int64_t nc, int64_t kc,   \
+                                        const T *ap, const T *bp, T *c,       \
+                                        int64_t ldc, bool first)              \
+    {                                                                         \
+        for (int64_t j0 = 0; j0 < nc; j0 += NR)                               \
+            for (int64_t i0 = 0; i0 < mc; i0 += MR)                           \
+                micro_##sfx(kc, ap + i0 * kc, bp + j0 * kc,                   \
+                            c + i0 * ldc + j0, ldc, min64(MR, mc - i0),       \
+                            min64(NR, nc - j0), first);                       \
+    }                                                                         \
+                                                                              \
+    /* The blocked product on nt threads, with its buffers: bp for one        \
+     * KC x NC panel of b, then one MC_MAX x KC block of a per thread. */     \
+    static void gemm_blocked_##sfx(const T *a, int64_t sa_i, int64_t sa_p,    \
+                                   const T *b, int64_t sb_p, int64_t sb_j,    \
+                                   T *c, int64_t m, int64_t k, int64_t n,     \
+                                   int nt, T *bp, T *ap_all, int64_t mc)      \
+    {                                                                         \
+        int64_t nblocks = (m + mc - 1) / mc;                                  \
+        TG_OMP(parallel num_threads(nt) if (nt > 1))                          \
+        {                                                                     \
+            int tid = 0;                                                      \
+            GEMM_THREAD_ID(tid);                                              \
+            T *ap = ap_all + (int64_t)tid * MC_MAX * KC;                      \
+            for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
+                int64_t nc = min64(NC_MAX, n - jc);                           \
+                int64_t npanels = (nc + NR - 1) / NR;                         \
+                for (int64_t pc = 0; pc < k; pc += KC) {                      \
+                    int64_t kc = min64(KC, k - pc);                           \
+                    TG_OMP(for schedule(static))                              \
+                    for (int64_t q = 0; q < npanels; q++)                     \
+                        pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,   \
+                                           sb_j, kc, nc, q, bp);              \
+                    TG_OMP(for schedule(static))                              \
+                    for (int64_t blk = 0; blk < nblocks; blk++) {             \
+                        int64_t ic = blk * mc, h = min64(mc, m - ic);         \
+                        pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,   \
+                                     h, kc, ap);                              \
+                        macro_##sfx(h, nc, kc, ap, bp, c + ic * n + jc, n,    \
+                                    pc == 0);                                 \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The portable C kernels: direct for small products (or when the         \
+     * buffers cannot be had), else blocked. */                               \
+    static void gemm_portable_##sfx(const T *a, int64_t sa_i, int64_t sa_p,   \
+                                    const T *b, int64_t sb_p, int64_t sb_j,   \
+                                    T *c, int64_t m, int64_t k, int64_t n)    \
+    {                                                                         \
+        int64_t work = m * k * n;                                             \
+        bool direct = forced_path == TG_GEMM_DIRECT ||                        \
+                      (forced_path == TG_GEMM_AUTO &&                         \
+                        (m < MR / 2 ||                                         \
+                        (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
+        if (!direct && k > 0) {                                               \
+            int nt = gemm_threads(m, k, n);                                   \
+            /* Row blocks: at least one per thread, at most MC_MAX rows. */   \
+            int64_t nblk = (m + MC_MAX - 1) / MC_MAX;                         \
+            if (nblk < nt)                                                    \
+                nblk = nt;                                                    \
+            int64_t mc = round_up((m + nblk - 1) / nblk, MR);                 \
+            int64_t kc = min64(KC, k);                                        \
+            size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), NR));        \
+            size_t na = (size_t)nt * MC_MAX * KC;                             \
+            T *buf = tg_malloc((nb + na) * sizeof(T));                        \
+            if (buf) {                                                        \
+                gemm_blocked_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n,  \
+                                   nt, buf, buf + nb, mc);                    \
+                free(buf);                                                    \
+                return;                                                       \
+            }                                                                 \
+            /* no memory for the panels: the direct kernel needs none */      \
+        }                                                                     \
+        gemm_direct_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);          \
+    }                                                                         \
+                                                                              \
+    void tg_gemm_##sfx(const T *a, int64_t sa_i, int64_t sa_p, const T *b,    \
+                       int64_t sb_p, int64_t sb_j, T *c, int64_t m,           \
+                       int64_t k, int64_t n)                                  \
+    {                                                                         \
+        if (m == 0 || n == 0)                                                 \
+            return;                                                           \
+        if (tg_use_blas() && k > 0 &&                                         \
+            BLAS_GEMM(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n))              \
+            return;                                                           \
+        gemm_portable_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);        \
+    }
+
+/* Pieces of the micro-kernel, one row of the tile each (X(i) in ROWS). */
+#define GEMM_DECL_f32(i) float c##i[NR_F32];
+#define GEMM_DECL_f64(i) double c##i[NR_F64];
+#define GEMM_A_f32(i) const float a##i = ap[p * MR + i];
+#define GEMM_A_f64(i) const double a##i = ap[p * MR + i];
+#define GEMM_ZERO(i)                                                         \
+    for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)            \
+        c##i[j] = 0;
+#define GEMM_LOAD_FULL(i)                                                    \
+    for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)            \
+        c##i[j] = c[i * ldc + j];
+#define GEMM_LOAD_EDGE(i)                                                    \
+    if (i < mr)                                                              \
+        for (int64_t j = 0; j < nr; j++)                                     \
+            c##i[j] = c[i * ldc + j];
+#define GEMM_MAC(i) c##i[j] += a##i * br[j];
+#define GEMM_STORE_FULL(i)                                                   \
+    for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)            \
+        c[i * ldc + j] = c##i[j];
+#define GEMM_STORE_EDGE(i)                                                   \
+    if (i < mr)                                                              \
+        for (int64_t j = 0; j < nr; j++)                                     \
+            c[i * ldc + j] = c##i[j];
+
+#ifdef _OPENMP
+#define GEMM_THREAD_ID(tid) (tid) = omp_get_thread_num()
+#else
+#define GEMM_THREAD_ID(tid) (void)(tid)
+#endif
+
+#ifdef TG_HAVE_OPENBLAS
+/* c = a @ b by cblas_?gemm, each operand passed as it lies (transposed
+ * if that is how BLAS can read it) or, failing that, as a contiguous
+ * copy. False (nothing done) when the sizes exceed BLAS's int or the copy
+ * cannot be allocated. */
+#define TG_GEMM_BLAS(sfx, T, CBLAS)                                          \
+    static void copy_rows_##sfx(const T *x, int64_t s_r, int64_t s_c,        \
+                                int64_t rows, int64_t cols, T *dst)          \
+    {                                                                        \
+        for (int64_t r = 0; r < rows; r++)                                   \
+            for (int64_t q = 0; q < cols; q++)                               \
+                dst[r * cols + q] = x[r * s_r + q * s_c];                    \
+    }                                                                        \
+    static bool blas_##sfx(const T *a, int64_t sa_i, int64_t sa_p,           \
+                           const T *b, int64_t sb_p, int64_t sb_j, T *c,     \
+                           int64_t m, int64_t k, int64_t n)                  \
+    {                                                                        \
+        if (m > INT_MAX || k > INT_MAX || n > INT_MAX)                       \
+            return false;                                                    \
+        bool ta, tb;                                                         \
+        int lda, ldb;                                                        \
+        bool ok_a = blas_layout(m, k, sa_i, sa_p, &ta, &lda);                \
+        bool ok_b = blas_layout(k, n, sb_p, sb_j, &tb, &ldb);                \
+        T *copy = NULL;                                                      \
+        if (!ok_a || !ok_b) {                                                \
+            int64_t na = ok_a ? 0 : m * k, nb = ok_b ? 0 : k * n;            \
+            copy = tg_malloc(sizeof(T) * (size_t)(na + nb));                 \
+            if (!copy)                                                       \
+                return false;                                                \
+            if (!ok_a) {                                                     \
+                copy_rows_##sfx(a, sa_i, sa_p, m, k, copy);                  \
+                a = copy;                                                    \
+                ta = false;                                                  \
+                lda = (int)k;                                                \
+            }                                                                \
+            if (!ok_b) {                                                     \
+                copy_rows_##sfx(b, sb_p, sb_j, k, n, copy + na);             \
+                b = copy + na;                                               \
+                tb = false;                                                  \
+                ldb = (int)n;                                                \
+            }                                                                \
+        }                                                                    \
+        CBLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,                 \
+              tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1, a,  \
+              lda, b, ldb, 0, c, (int)n);                                    \
+        free(copy);                                                          \
+        return true;                                                         \
+    }
+TG_GEMM_BLAS(f32, float, cblas_sgemm)
+TG_GEMM_BLAS(f64, double, cblas_dgemm)
+#else
+/* Without OpenBLAS tg_use_blas() is false and these are never called. */
+static bool blas_f32(const float *a, int64_t sa_i, int64_t sa_p,
+                     const float *b, int64_t sb_p, int64_t sb_j, float *c,
+                     int64_t m, int64_t k, int64_t n)
+{
+    (void)a, (void)sa_i, (void)sa_p, (void)b, (void)sb_p, (void)sb_j;
+    (void)c, (void)m, (void)k, (void)n;
+    return false;
+}
+static bool blas_f64(const double *a, int64_t sa_i, int64_t sa_p,
+                     const double *b, int64_t sb_p, int64_t sb_j, double *c,
+                     int64_t m, int64_t k, int64_t n)
+{
+    (void)a, (void)sa_i, (void)sa_p, (void)b, (void)sb_p, (void)sb_j;
+    (void)c, (void)m, (void)k, (void)n;
+    return false;
+}
+#endif
+
+TG_GEMM_KERNELS(f32, float, NR_F32, KC_F32, blas_f32)
+TG_GEMM_KERNELS(f64, double, NR_F64, KC_F64, blas_f64)

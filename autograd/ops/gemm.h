@@ -1,0 +1,38 @@
+/*
+ * autograd/ops/gemm.h - the fast float kernels behind tg_matmul: one
+ * (m, k) @ (k, n) block into a contiguous (m, n) output. Not installed;
+ * autograd/ops/matmul.c is the only caller, and keeps the plain reference
+ * kernel these are tested against.
+ */
+#ifndef TG_AUTOGRAD_OPS_GEMM_H
+#define TG_AUTOGRAD_OPS_GEMM_H
+
+#include <stdint.h>
+
+/* c[i, j] = sum_p a[i * sa_i + p * sa_p] * b[p * sb_p + j * sb_j], for c
+ * contiguous (m, n); strides in elements, >= 0, any layout (a transposed
+ * view needs no copy). Accumulates in the operands' type, each output's
+ * products added in p order from 0 (see gemm.c for what that promises).
+ * Runs OpenBLAS when tg_use_blas(), else the blocked C kernel, on
+ * tg_get_num_threads() threads when the product is large enough. Never
+ * fails: without memory for its packing buffers it runs the direct kernel,
+ * which needs none and gives the same bits. */
+void tg_gemm_f32(const float *a, int64_t sa_i, int64_t sa_p, const float *b,
+                 int64_t sb_p, int64_t sb_j, float *c, int64_t m, int64_t k,
+                 int64_t n);
+void tg_gemm_f64(const double *a, int64_t sa_i, int64_t sa_p,
+                 const double *b, int64_t sb_p, int64_t sb_j, double *c,
+                 int64_t m, int64_t k, int64_t n);
+
+/* Which kernel tg_gemm_* runs, for tests that make each one run: AUTO
+ * chooses by size; the others force a kernel where it applies (DIRECT
+ * always applies; BLOCKED unless its buffers cannot be allocated). Per
+ * thread. */
+typedef enum tg_gemm_path {
+    TG_GEMM_AUTO,
+    TG_GEMM_DIRECT,  // no packing: row i of c built as sum_p a[i, p] b[p, :]
+    TG_GEMM_BLOCKED, // packed panels, register tiles, threads
+} tg_gemm_path;
+void tg_gemm_force_path(tg_gemm_path path);
+
+#endif

@@ -50,6 +50,44 @@ static bool backward_fails_with(tg_tensor *(*op)(const tg_tensor *x),
     return false;
 }
 
+/* Fails every allocation after the first n of op(x) (forward) or of the
+ * backward of sum(op(x)), for n = 0, 1, 2, ... until the last error's
+ * first line is first_line (returns true) or the call succeeds (returns
+ * false): for messages that come after other out-of-memory messages of
+ * the same op in the allocation order. x as in backward_fails_with. */
+static bool oom_sweep_reaches(tg_tensor *(*op)(const tg_tensor *x),
+                              bool in_backward, const char *first_line)
+{
+    size_t len = strlen(first_line);
+    for (int64_t n = 0; n < 200; n++) {
+        tg_tensor *x = tg_randn(TG_SHAPE(4, 3), TG_FLOAT64);
+        tg_set_requires_grad(x, true);
+        tg_clear_error();
+        if (!in_backward)
+            tg_fail_allocations_after(n);
+        tg_tensor *y = op(x);
+        tg_fail_allocations_after(-1);
+        tg_tensor *loss = in_backward ? tg_sum(y, NULL, 0, false) : NULL;
+        int rc = y ? 0 : -1;
+        if (in_backward) {
+            tg_clear_error();
+            tg_fail_allocations_after(n);
+            rc = tg_backward(loss);
+            tg_fail_allocations_after(-1);
+        }
+        tg_release(loss);
+        tg_release(y);
+        tg_release(x);
+        if (rc == 0)
+            return false;
+        const char *e = tg_last_error();
+        if (strncmp(e, first_line, len) == 0 &&
+            (e[len] == '\0' || e[len] == '\n'))
+            return true;
+    }
+    return false;
+}
+
 /* ---- views ---- */
 
 ERROR_CASE(tg_reshape, numel_mismatch,
@@ -1450,7 +1488,9 @@ ERROR_CASE(tg_matmul, result_too_large,
 ERROR_CASE(tg_matmul, out_of_memory_for_row,
            "memory runs out for the kernel's row of sums")
 {
-    tg_tensor *a = F32(2, 3), *b = F32(3, 4);
+    /* int64: the float kernels need no row (and fall back to a kernel
+     * without buffers when theirs cannot be had) */
+    tg_tensor *a = I64(2, 3), *b = I64(3, 4);
     tg_tensor *y = NULL;
     for (int64_t n = 0; n < 50; n++) {
         tg_clear_error();
@@ -1563,6 +1603,28 @@ ERROR_CASE(tg_layer_norm, out_of_memory_in_backward,
                                   "tg_layer_norm: out of memory"),
               "no allocation failure made the backward report it");
     EXPECT_ERROR(true, "tg_layer_norm: out of memory in the backward");
+}
+
+ERROR_CASE(tg_layer_norm, out_of_memory_for_backward_scratch,
+           "memory runs out for the fast backward's scratch rows (reported by tg_backward)")
+{
+    cr_assert(oom_sweep_reaches(layer_norm_of, true,
+                                "tg_layer_norm: out of memory for the "
+                                "backward's scratch rows"),
+              "no allocation failure made the backward report it");
+    EXPECT_ERROR(true,
+                 "tg_layer_norm: out of memory for the backward's scratch rows");
+}
+
+ERROR_CASE(tg_layer_norm, out_of_memory_for_forward_scratch,
+           "memory runs out for the fast forward's scratch rows")
+{
+    cr_assert(oom_sweep_reaches(layer_norm_of, false,
+                                "tg_layer_norm: out of memory for the "
+                                "forward's scratch rows"),
+              "no allocation failure made the forward report it");
+    EXPECT_ERROR(true,
+                 "tg_layer_norm: out of memory for the forward's scratch rows");
 }
 
 ERROR_CASE(tg_layer_norm, null_tensor, "x is NULL (an earlier call failed)")
@@ -1807,6 +1869,16 @@ ERROR_CASE(tg_batch_norm, out_of_memory_in_backward,
                                   "tg_batch_norm: out of memory"),
               "no allocation failure made the backward report it");
     EXPECT_ERROR(true, "tg_batch_norm: out of memory in the backward");
+}
+
+ERROR_CASE(tg_batch_norm, out_of_memory_for_forward_scratch,
+           "memory runs out for the fast forward's scratch")
+{
+    cr_assert(oom_sweep_reaches(batch_norm_of, false,
+                                "tg_batch_norm: out of memory for the "
+                                "forward's scratch"),
+              "no allocation failure made the forward report it");
+    EXPECT_ERROR(true, "tg_batch_norm: out of memory for the forward's scratch");
 }
 
 ERROR_CASE(tg_batch_norm, null_tensor, "x is NULL (an earlier call failed)")

@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Runs the benchmarks: tapegrad against PyTorch and NumPy.
+
+    run.py --tg-bench PATH [--quick] [--reps N] [--threads 1,2]
+           [--only NAME ...] [--out DIR]
+
+./scripts/bench.sh builds tg_bench and calls this; docs/performance.md
+explains every row and the method. For each thread count, each contender
+is one persistent process (bench/tg_bench, bench/torch_bench.py --backend
+torch, --backend numpy) started with that count in its environment. For
+each workload every contender is set up, tapegrad's result is checked once
+against PyTorch (else NumPy), and then the contenders take turns, one
+sample each, the order rotated every round; warm-up samples are dropped.
+A cell is the median of the rounds with its min-max spread.
+
+Writes the table and the targets to stdout, and DIR/bench.csv,
+DIR/bench_memory.csv, DIR/bench_targets.csv, DIR/bench.dat, DIR/bench.gp
+and, when gnuplot is installed, DIR/bench.png.
+"""
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+M, N = 4096, 768          # LayerNorm / BatchNorm1d workload
+BN2D = 32 * 64 * 32 * 32  # BatchNorm2d workload, elements
+MATMUL = 1024
+F32 = 4
+
+# name, what it is, minimum bytes moved (GB/s column) or flops (GFLOP/s),
+# target on tapegrad / PyTorch time (None: reported only)
+ROWS = [
+    ("ln_fwd", "LayerNorm forward (4096, 768)", ("B", 2 * M * N * F32), None),
+    ("ln_fwd_bwd", "LayerNorm fwd+bwd (4096, 768)", ("B", 5 * M * N * F32),
+     0.8),
+    ("ln_composed_fwd_bwd", "LayerNorm composed fwd+bwd",
+     ("B", 5 * M * N * F32), None),
+    ("bn1d_fwd_bwd", "BatchNorm1d train fwd+bwd (4096, 768)",
+     ("B", 5 * M * N * F32), 0.8),
+    ("bn1d_composed_fwd_bwd", "BatchNorm1d composed fwd+bwd",
+     ("B", 5 * M * N * F32), None),
+    ("bn2d_fwd_bwd", "BatchNorm2d train fwd+bwd (32, 64, 32, 32)",
+     ("B", 5 * BN2D * F32), 0.8),
+    ("matmul", "matmul 1024^3 (OpenBLAS when built with it)",
+     ("F", 2 * MATMUL ** 3), 1.2),
+    ("matmul_portable", "matmul 1024^3, portable C kernel",
+     ("F", 2 * MATMUL ** 3), None),
+    ("mlp_tiny_step", "tiny MLP training step (batch 32, LayerNorm)", None,
+     0.1),
+    ("mlp_medium_step", "medium MLP training step (batch 256, BatchNorm)",
+     None, 0.5),
+    ("tape_op_fwd", "tape: one recorded add of (4,) tensors", None, None),
+    ("tape_op_bwd", "tape: one add, forward and backward", None, None),
+    ("copy", "copy of 12.6 MB (the bandwidth limit)", ("B", 2 * M * N * F32),
+     None),
+]
+CONTENDERS = ["tapegrad", "torch", "numpy"]
+
+
+class Contender:
+    """One persistent benchmark process."""
+
+    def __init__(self, name, argv, threads):
+        env = dict(os.environ)
+        for k in ("TG_KERNELS", "TG_NUM_THREADS"):
+            env.pop(k, None)
+        env.update({"OMP_NUM_THREADS": str(threads),
+                    "OPENBLAS_NUM_THREADS": str(threads),
+                    "TG_NUM_THREADS": str(threads)})
+        self.name = name
+        self.dead = False
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     env=env, bufsize=1)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline()
+        if not reply:
+            self.dead = True
+            try:
+                code = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                code = self.proc.wait()
+            raise RuntimeError("%s stopped answering (exit %s) after %r" % (
+                self.name, code, line))
+        return reply.strip()
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+        return self.proc.wait(timeout=60)
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return "%.3g %s" % (s / scale, unit)
+    return "%.3g ns" % (s / 1e-9)
+
+
+def fmt_cell(c):
+    if not c:
+        return "-"
+    lo, hi = c["min"] / c["median"], c["max"] / c["median"]
+    return "%s [-%.0f%% +%.0f%%]" % (fmt_time(c["median"]), 100 * (1 - lo),
+                                     100 * (hi - 1))
+
+
+def fmt(v, spec="%.3g"):
+    return "-" if v is None else spec % v
+
+
+def measure_row(row, procs, threads, args, checker):
+    """Sets up, checks and times one workload on every contender."""
+    name = row[0]
+    active = []
+    for c in procs:
+        reply = c.ask("setup %s %d %s %g" % (name, threads, args.size,
+                                             args.min_seconds))
+        if reply.startswith("ok"):
+            active.append(c)
+        elif reply != "unsupported":
+            print("  %s %s: %s" % (c.name, name, reply), file=sys.stderr)
+    result = {"check": "-", "cells": {}, "saved": {}, "peak": {}}
+    tg = next((c for c in active if c.name == "tapegrad"), None)
+    if tg and checker and (threads == args.check_threads or not args.quick):
+        with tempfile.TemporaryDirectory() as d:
+            reply = tg.ask("check " + d)
+            if reply == "ok":
+                reply = checker.ask("verify %s %s" % (name, d))
+            result["check"] = reply.split()[0] if reply else "error"
+            if not reply.startswith(("ok", "skip")):
+                print("  CHECK FAILED %s (%d threads): %s" % (name, threads,
+                                                            reply))
+    for c in active:
+        r = dict(kv.split("=") for kv in c.ask("mem").split())
+        result["saved"][c.name] = int(r["saved"]) if int(r["saved"]) >= 0 \
+            else None
+        result["peak"][c.name] = int(r["peak"]) if int(r["peak"]) >= 0 \
+            else None
+    samples = {c.name: [] for c in active}
+    rounds = args.warmup + args.reps
+    for k in range(rounds):
+        order = active[k % len(active):] + active[:k % len(active)] \
+            if active else []
+        for c in order:
+            reply = c.ask("run")
+            try:
+                t = float(reply)
+            except ValueError:
+                raise RuntimeError("%s %s: %s" % (c.name, name, reply))
+            if k >= args.warmup:
+                samples[c.name].append(t)
+    for cname, s in samples.items():
+        result["cells"][cname] = {"median": statistics.median(s),
+                                  "min": min(s), "max": max(s)}
+    return result
+
+
+def openblas_core(program):
+    """The kernels OpenBLAS picked at load in tg_bench ("Prescott",
+    "SkylakeX", ...), or None without OpenBLAS. torch and NumPy load the
+    same library on Debian and pick the same."""
+    env = dict(os.environ, OPENBLAS_VERBOSE="2")
+    r = subprocess.run([program], input="quit\n", capture_output=True,
+                       text=True, env=env)
+    for line in r.stderr.splitlines():
+        if line.startswith("Core: "):
+            return line[6:].strip()
+    return None
+
+
+def rate(row, cell):
+    if not cell or not row[2]:
+        return None
+    return row[2][1] / cell["median"] / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tg-bench", required=True, help="the tg_bench program")
+    ap.add_argument("--python", default=sys.executable,
+                    help="Python with NumPy (and PyTorch) for the others")
+    ap.add_argument("--quick", action="store_true",
+                    help="3 rounds of 10 ms samples (under a minute)")
+    ap.add_argument("--reps", type=int, help="rounds kept (default 11)")
+    ap.add_argument("--threads", default="1,2", help="e.g. 1,2")
+    ap.add_argument("--only", nargs="+", metavar="NAME",
+                    help="only these workloads (copy is always run)")
+    ap.add_argument("--out", default="out/bench")
+    ap.add_argument("--size", default="full", choices=["full", "small"],
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.reps = args.reps or (3 if args.quick else 11)
+    args.warmup = 1 if args.quick else 2
+    args.min_seconds = 0.01 if args.quick else 0.05
+    threads_list = [int(t) for t in args.threads.split(",") if t]
+    # --quick checks the results at the first thread count only (they do
+    # not depend on it: the tests check that bit for bit).
+    args.check_threads = threads_list[0]
+    names = [r[0] for r in ROWS]
+    if args.only:
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            ap.error("unknown workload %s; the workloads are: %s" % (
+                ", ".join(unknown), " ".join(names)))
+    rows = [r for r in ROWS if not args.only or r[0] in args.only
+            or r[0] == "copy"]
+
+    core = openblas_core(args.tg_bench)
+    if core:
+        print("OpenBLAS kernels: %s (OpenBLAS's choice for this CPU; "
+              "OPENBLAS_CORETYPE=NAME chooses others for every contender)"
+              % core)
+    have_torch = subprocess.run(
+        [args.python, "-c", "import torch"], capture_output=True).returncode == 0
+    if not have_torch:
+        print("PyTorch not found: apt-get install python3-torch "
+              "(its columns show -)")
+    tb = os.path.join(HERE, "torch_bench.py")
+    results = {}
+    argvs = [("tapegrad", [args.tg_bench])]
+    if have_torch:
+        argvs.append(("torch", [args.python, tb, "--backend", "torch"]))
+    argvs.append(("numpy", [args.python, tb, "--backend", "numpy"]))
+    for threads in threads_list:
+        procs = [Contender(name, argv, threads) for name, argv in argvs]
+        for row in rows:
+            print("  %-22s %d thread%s ..." % (row[0], threads,
+                  "" if threads == 1 else "s"), file=sys.stderr, flush=True)
+            try:
+                # the checker is PyTorch when present, else NumPy
+                results[(row[0], threads)] = measure_row(row, procs, threads,
+                                                         args, procs[1])
+            except RuntimeError as e:
+                # A contender failed or died: the row shows "error" and
+                # the run goes on with a fresh process in its place.
+                print("  %s (%d thr): %s" % (row[0], threads, e))
+                results[(row[0], threads)] = {
+                    "check": "error", "cells": {}, "saved": {}, "peak": {}}
+                for i, c in enumerate(procs):
+                    if c.dead:
+                        procs[i] = Contender(c.name, argvs[i][1], threads)
+        for c in procs:
+            if c.close() != 0:
+                print("  %s exited with an error" % c.name, file=sys.stderr)
+    report(rows, threads_list, results, args, have_torch)
+    bad = sorted("%s (%d thr)" % k for k, r in results.items()
+                 if r["check"] in ("fail", "error"))
+    if bad:
+        print("\nFAILED (wrong result or error, see above): " + ", ".join(bad))
+    return 1 if bad else 0
+
+
+def report(rows, threads_list, results, args, have_torch):
+    os.makedirs(args.out, exist_ok=True)
+    copy_bw = {}
+    for t in threads_list:
+        r = results.get(("copy", t))
+        rates = [rate(ROWS[-1], r["cells"].get(c)) for c in CONTENDERS] \
+            if r else []
+        rates = [x for x in rates if x]
+        copy_bw[t] = max(rates) if rates and args.size == "full" else None
+
+    header = ["workload", "thr", "tapegrad", "torch", "numpy", "tg/torch",
+              "tg/numpy", "tg rate", "torch rate", "% copy", "check"]
+    table, csv_rows = [], []
+    for row in rows:
+        for t in threads_list:
+            r = results[(row[0], t)]
+            cells = r["cells"]
+            tg, to, npc = (cells.get(c) for c in CONTENDERS)
+            ratio_t = tg["median"] / to["median"] if tg and to else None
+            ratio_n = tg["median"] / npc["median"] if tg and npc else None
+            unit = {"B": "GB/s", "F": "GFLOP/s"}.get(row[2][0]) \
+                if row[2] else ""
+            tg_rate, to_rate = (rate(row, tg), rate(row, to)) \
+                if args.size == "full" else (None, None)
+            pct = 100 * tg_rate / copy_bw[t] if unit == "GB/s" and tg_rate \
+                and copy_bw.get(t) else None
+            table.append([row[0], str(t), fmt_cell(tg), fmt_cell(to),
+                          fmt_cell(npc), fmt(ratio_t, "%.2f"),
+                          fmt(ratio_n, "%.2f"),
+                          fmt(tg_rate, "%.1f " + unit) if unit else "-",
+                          fmt(to_rate, "%.1f " + unit) if unit else "-",
+                          fmt(pct, "%.0f%%"), r["check"]])
+            csv_rows.append({
+                "workload": row[0], "threads": t,
+                **{"%s_%s_s" % (c, k): (cells[c][k] if c in cells else "")
+                   for c in CONTENDERS for k in ("median", "min", "max")},
+                "ratio_torch": ratio_t or "", "ratio_numpy": ratio_n or "",
+                "tapegrad_rate": tg_rate or "", "torch_rate": to_rate or "",
+                "rate_unit": unit, "pct_copy": pct or "",
+                "check": r["check"]})
+    print()
+    print("tapegrad against PyTorch and NumPy: median [spread: min and max "
+          "relative to the median] over %d rounds; tg/x < 1 means tapegrad is "
+          "faster. Rates count the minimum bytes (GB/s) or flops (GFLOP/s); "
+          "%% copy is tapegrad's GB/s over the best copy bandwidth at the "
+          "same thread count. check: tapegrad's result against %s before "
+          "timing (docs/performance.md gives the tolerances)." % (
+              args.reps, "PyTorch" if have_torch else "NumPy"))
+    print()
+    print_table(header, table)
+    with open(os.path.join(args.out, "bench.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
+        w.writeheader()
+        w.writerows(csv_rows)
+
+    mem_rows = memory(rows, threads_list, results, args)
+    targets = evaluate_targets(rows, threads_list, results, copy_bw)
+    print()
+    print("Targets (from this run)")
+    print()
+    if targets:
+        print_table(["target", "measured", "wanted", "status"], targets)
+    else:
+        print("(none of the targets' workloads ran)")
+    with open(os.path.join(args.out, "bench_targets.csv"), "w",
+              newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["target", "measured", "wanted", "status"])
+        w.writerows(targets)
+    chart(rows, threads_list, results, args)
+    print()
+    print("wrote %s/bench.csv, bench_memory.csv, bench_targets.csv%s" % (
+        args.out, ", bench.png" if shutil.which("gnuplot") else
+        " (no chart: apt-get install gnuplot-nox)"))
+    return mem_rows
+
+
+def memory(rows, threads_list, results, args):
+    t = threads_list[0]
+    table, out = [], []
+    pairs = [("ln_fwd_bwd", "ln_composed_fwd_bwd"),
+             ("bn1d_fwd_bwd", "bn1d_composed_fwd_bwd"),
+             ("bn2d_fwd_bwd", None)]
+    for fused, composed in pairs:
+        rf, rc = results.get((fused, t)), results.get((composed, t))
+        for c in ("tapegrad", "torch"):
+            f = rf["saved"].get(c) if rf else None
+            k = rc["saved"].get(c) if rc else None
+            if f is None and k is None:
+                continue
+            table.append([fused.replace("_fwd_bwd", ""), c, fmt_bytes(f),
+                          fmt_bytes(k), fmt(k / f if f and k else None,
+                                            "%.0fx")])
+            out.append(["saved_for_backward", fused, c, f or "", k or ""])
+    peaks = []
+    for name in ("mlp_tiny_step", "mlp_medium_step"):
+        r = results.get((name, t))
+        if r:
+            peaks.append([name, fmt_bytes(r["peak"].get("tapegrad")),
+                          fmt_bytes(r["peak"].get("torch"))])
+            for c in ("tapegrad", "torch"):
+                out.append(["step_peak", name, c, r["peak"].get(c) or "", ""])
+    if table:
+        print()
+        print("Bytes kept for backward (tensors the graph saves beyond the "
+              "inputs, parameters and output)")
+        print()
+        print_table(["op", "library", "fused", "composed", "composed/fused"],
+                    table)
+    if peaks:
+        print()
+        print("Peak memory of a training step above what was allocated "
+              "before it (tapegrad: tg_peak_bytes; PyTorch: the profiler's "
+              "memory events)")
+        print()
+        print_table(["step", "tapegrad", "torch"], peaks)
+    with open(os.path.join(args.out, "bench_memory.csv"), "w",
+              newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["measure", "workload", "library", "fused_or_peak_bytes",
+                    "composed_bytes"])
+        w.writerows(out)
+    return out
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "-"
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if b >= scale:
+            return "%.3g %s" % (b / scale, unit)
+    return "%d B" % b
+
+
+def evaluate_targets(rows, threads_list, results, copy_bw):
+    out = []
+
+    def status(ok):
+        return "-" if ok is None else ("met" if ok else "MISSED")
+
+    def cell(name, t, c):
+        r = results.get((name, t))
+        return r["cells"].get(c) if r else None
+
+    for t in threads_list:
+        for name, label in (("ln_fwd_bwd", "LayerNorm fwd+bwd"),
+                            ("bn1d_fwd_bwd", "BatchNorm1d fwd+bwd"),
+                            ("bn2d_fwd_bwd", "BatchNorm2d fwd+bwd"),
+                            ("matmul", "matmul (fast/OpenBLAS)")):
+            if (name, t) not in results:
+                continue
+            tg, to = cell(name, t, "tapegrad"), cell(name, t, "torch")
+            lim = 1.2 if name == "matmul" else 0.8
+            r = tg["median"] / to["median"] if tg and to else None
+            out.append(["%s time / PyTorch's, %d thr" % (label, t),
+                        fmt(r, "%.2f"), "<= %.1f" % lim,
+                        status(None if r is None else r <= lim)])
+        if ("matmul_portable", t) in results:
+            tg = cell("matmul_portable", t, "tapegrad")
+            to = cell("matmul_portable", t, "torch")
+            r = tg["median"] / to["median"] if tg and to else None
+            out.append(["matmul portable kernel / PyTorch's, %d thr" % t,
+                        fmt(r, "%.2f"), "reported", "-"])
+        if ("ln_fwd_bwd", t) in results:
+            tg = cell("ln_fwd_bwd", t, "tapegrad")
+            p = 100 * rate(ROWS[1], tg) / copy_bw[t] \
+                if tg and copy_bw.get(t) else None
+            out.append(["LayerNorm fwd+bwd, %% of copy bandwidth, %d thr" % t,
+                        fmt(p, "%.0f%%"), ">= 70%",
+                        status(None if p is None else p >= 70)])
+        for name, label, want in (("mlp_tiny_step", "tiny MLP step", 10),
+                                  ("mlp_medium_step", "medium MLP step", 2)):
+            if (name, t) not in results:
+                continue
+            tg, to = cell(name, t, "tapegrad"), cell(name, t, "torch")
+            s = to["median"] / tg["median"] if tg and to else None
+            out.append(["%s speed-up over PyTorch eager, %d thr" % (label, t),
+                        fmt(s, "%.1fx"), ">= %dx" % want,
+                        status(None if s is None else s >= want)])
+    t = threads_list[0]
+    for fused, composed, label in (
+            ("ln_fwd_bwd", "ln_composed_fwd_bwd", "LayerNorm"),
+            ("bn1d_fwd_bwd", "bn1d_composed_fwd_bwd", "BatchNorm1d")):
+        rf, rc = results.get((fused, t)), results.get((composed, t))
+        if not rf or not rc:
+            continue
+        f, k = rf["saved"].get("tapegrad"), rc["saved"].get("tapegrad")
+        r = k / f if f and k else None
+        out.append(["%s bytes kept for backward, composed / fused" % label,
+                    fmt(r, "%.0fx"), ">= 5x",
+                    status(None if r is None else r >= 5)])
+    return out
+
+
+def chart(rows, threads_list, results, args):
+    """bench.dat and bench.gp: tapegrad / PyTorch per row and thread count
+    on a log axis, a line at 1 and a red dash at each row's target."""
+    dat = os.path.join(args.out, "bench.dat")
+    with open(dat, "w") as f:
+        f.write("# workload %s target\n" % " ".join(
+            "ratio_%dthr" % t for t in threads_list))
+        for row in rows:
+            if row[0] == "copy":
+                continue
+            vals = []
+            for t in threads_list:
+                c = results[(row[0], t)]["cells"]
+                tg, to = c.get("tapegrad"), c.get("torch")
+                vals.append("%.4g" % (tg["median"] / to["median"])
+                            if tg and to else "?")
+            f.write("%s %s %s\n" % (row[0],
+                                    " ".join(vals),
+                                    row[3] if row[3] else "?"))
+    gp = os.path.join(args.out, "bench.gp")
+    plots = ["'bench.dat' using %d:xtic(1) title '%d thread%s'" % (
+        i + 2, t, "" if t == 1 else "s") for i, t in enumerate(threads_list)]
+    tcol = len(threads_list) + 2
+    plots.append("'' using ($0-0.45):%d:(0.9):(0) with vectors nohead lw 3 "
+                 "lc rgb 'red' title 'target'" % tcol)
+    with open(gp, "w") as f:
+        f.write("""# tapegrad time / PyTorch time per workload (bench/run.py)
+set terminal pngcairo size 1200,650 font ",10" noenhanced
+set output 'bench.png'
+set datafile missing '?'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set yrange [*:*]  # autoscaled: the line at 1 and the targets are inside
+set ylabel "tapegrad time / PyTorch time (< 1: tapegrad faster)"
+set xtics rotate by -35 left
+set grid ytics
+set key top left
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
+set title "tapegrad against PyTorch (log scale; red: the issue's target)"
+plot %s
+""" % ", \\\n     ".join(plots))
+    if shutil.which("gnuplot"):
+        r = subprocess.run(["gnuplot", "bench.gp"], cwd=args.out,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
+
+
+def print_table(header, rows):
+    widths = [max(len(str(r[i])) for r in [header] + rows)
+              for i in range(len(header))]
+    line = "  ".join("%-*s" % (w, h) for w, h in zip(widths, header))
+    print(line.rstrip())
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join("%-*s" % (w, str(c)) for w, c in
+                        zip(widths, r)).rstrip())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Smoke test of the benchmarks (meson test --suite bench): times nothing.
+
+    smoke_test.py --tg-bench PATH
+
+Drives bench/tg_bench through its line protocol on small sizes, at 2
+threads: for every workload of bench/run.py it checks that setup, one
+timed sample, the result files of `check` and the memory answer come back
+well formed, and that the process ends with every tensor released (its exit
+status). When NumPy imports, it also verifies the results with the
+benchmark's own verifier (bench/torch_bench.py: PyTorch when it imports,
+else NumPy), and feeds that verifier a wrong result to see it fail.
+"""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_module(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(
+        HERE, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tg-bench", required=True)
+    args = ap.parse_args()
+    run = load_module("run")
+    try:
+        import numpy  # noqa: F401
+        verifier = load_module("torch_bench")
+    except ImportError:
+        verifier = None
+        print("NumPy not found: results are not verified")
+
+    names = [r[0] for r in run.ROWS]
+    env = dict(os.environ, TG_NUM_THREADS="2", OMP_NUM_THREADS="2",
+               OPENBLAS_NUM_THREADS="2")
+    env.pop("TG_KERNELS", None)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        script, dirs = [], {}
+        for name in names:
+            dirs[name] = os.path.join(tmp, name)
+            os.mkdir(dirs[name])
+            script += ["setup %s 2 small 0.0001" % name, "run",
+                       "check " + dirs[name], "mem"]
+        script += ["setup no_such_workload 1 small 0.001", "run", "quit"]
+        p = subprocess.run([args.tg_bench], input="\n".join(script) + "\n",
+                           capture_output=True, text=True, env=env,
+                           timeout=600)
+        replies = p.stdout.splitlines()
+        if p.returncode != 0:
+            failures.append("tg_bench exited with %d (a tensor left alive, "
+                            "or a sanitizer report):\n%s" % (p.returncode,
+                                                             p.stderr))
+        if len(replies) != len(script) - 1:
+            failures.append("expected %d replies, got %d:\n%s" % (
+                len(script) - 1, len(replies), p.stdout))
+            replies += [""] * len(script)
+        for i, name in enumerate(names):
+            setup, sample, check, mem = replies[4 * i:4 * i + 4]
+            if not setup.startswith("ok ") or int(setup.split()[1]) < 1:
+                failures.append("%s: setup answered %r" % (name, setup))
+            try:
+                if not float(sample) > 0:
+                    raise ValueError
+            except ValueError:
+                failures.append("%s: run answered %r" % (name, sample))
+            if check != "ok":
+                failures.append("%s: check answered %r" % (name, check))
+            fields = dict(kv.split("=") for kv in mem.split() if "=" in kv)
+            if set(fields) != {"saved", "peak"}:
+                failures.append("%s: mem answered %r" % (name, mem))
+            elif name.endswith("fwd_bwd") and not int(fields["saved"]) > 0:
+                failures.append("%s: nothing saved for backward? %r" % (
+                    name, mem))
+            elif name.startswith("mlp") and not int(fields["peak"]) > 0:
+                failures.append("%s: no peak memory? %r" % (name, mem))
+            if verifier and check == "ok":
+                v = verifier.verify(name, dirs[name])
+                if not v.startswith(("ok", "skip")):
+                    failures.append("%s: %s" % (name, v))
+                print("%-22s %s | %s | %s | %s" % (name, setup, sample, mem,
+                                                   v))
+        if replies[-2:] != ["unsupported", "error run before setup"]:
+            failures.append("unknown workload: answered %r" % replies[-2:])
+
+        # The verifier must reject a wrong result: one element of dx off
+        # by 1e-2 (the tolerance is 1e-4).
+        if verifier:
+            d = dirs["ln_fwd_bwd"]
+            dx = numpy.load(os.path.join(d, "dx.npy"))
+            dx.flat[dx.size // 2] += 1e-2
+            numpy.save(os.path.join(d, "dx.npy"), dx)
+            v = verifier.verify("ln_fwd_bwd", d)
+            if not v.startswith("fail dx"):
+                failures.append("the verifier accepted a wrong dx: %s" % v)
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Benchmarks tapegrad against PyTorch and NumPy (docs/performance.md):
+#
+#   ./scripts/bench.sh [--quick] [--reps N] [--threads 1,2] [--only NAME...]
+#
+# Builds the library in release mode into build-bench/ (with OpenBLAS for
+# matmul when it is installed; never touches build/), then runs
+# bench/run.py, which prints the table and the targets and writes CSV and
+# a chart into out/bench/. --quick takes under a minute, a full run a few.
+#
+# Missing packages it needs are installed first, saying so (Debian, as
+# root; TG_NO_INSTALL=1 skips that): meson, ninja, gcc, NumPy, OpenBLAS
+# and gnuplot. PyTorch is used when it imports; it is not installed here
+# (apt-get install python3-torch: several hundred MB).
+set -eu
+cd "$(dirname "$0")/.."
+
+packages="gcc pkg-config meson ninja-build python3-numpy libopenblas-dev"
+command -v gnuplot >/dev/null 2>&1 || packages="$packages gnuplot-nox"
+missing=""
+for p in $packages; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+if [ -n "$missing" ] && [ -z "${TG_NO_INSTALL:-}" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing:$missing"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
+fi
+
+py=$(./scripts/find-python.sh)
+
+# OpenBLAS when pkg-config finds it: the matmul row then measures it, and
+# the matmul_portable row the C kernel (TG_KERNELS_PORTABLE), in the same run.
+openblas=disabled
+if pkg-config --exists openblas 2>/dev/null; then
+    openblas=enabled
+fi
+if [ -f build-bench/build.ninja ]; then
+    meson configure build-bench -Dopenblas=$openblas >/dev/null
+else
+    meson setup build-bench --buildtype=release -Dtests=disabled \
+        -Dopenblas=$openblas >/dev/null
+fi
+echo "building build-bench/ (release, OpenBLAS $openblas)"
+if ! log=$(ninja -C build-bench bench/tg_bench 2>&1); then
+    echo "$log"
+    exit 1
+fi
+
+exec "$py" bench/run.py --tg-bench build-bench/bench/tg_bench --python "$py" "$@"

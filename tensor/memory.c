@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* Allocations left before the hook fails them; < 0: hook off. */
@@ -56,4 +57,97 @@ void *tg_realloc(void *p, size_t size)
 void *tg_aligned_alloc(size_t alignment, size_t size)
 {
     return injected_failure() ? NULL : aligned_alloc(alignment, size);
+}
+
+/* ------------------------------------------------- large-block cache */
+
+/* Freed blocks of CACHE_MIN bytes or more are kept (CACHE_SLOTS of them,
+ * CACHE_MAX_TOTAL bytes at most) and handed out again for a request of
+ * exactly their size. Without it glibc gives a freed multi-megabyte block
+ * back to the kernel and the next one of the same size faults in and
+ * zeroes every page again: a training loop or a benchmark repeating one
+ * shape paid that on every step (LayerNorm on (4096, 768): twice the
+ * kernel's own time). Sanitizer builds keep no blocks, so a use after free
+ * is still caught. */
+#define CACHE_MIN ((size_t)1 << 20)
+#define CACHE_SLOTS 8
+#define CACHE_MAX_TOTAL ((size_t)256 << 20)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CACHE_ON 0
+#endif
+#endif
+#ifndef CACHE_ON
+#define CACHE_ON 1
+#endif
+
+static struct {
+    void *block;
+    size_t size;
+} cache[CACHE_SLOTS];
+static size_t cache_total; // bytes in cache[]
+static atomic_flag cache_lock = ATOMIC_FLAG_INIT;
+
+static void cache_acquire(void)
+{
+    while (atomic_flag_test_and_set_explicit(&cache_lock,
+                                             memory_order_acquire))
+        ;
+}
+
+static void cache_release(void)
+{
+    atomic_flag_clear_explicit(&cache_lock, memory_order_release);
+}
+
+void *tg_block_alloc(size_t size)
+{
+    if (injected_failure())
+        return NULL;
+    if (CACHE_ON && size >= CACHE_MIN) {
+        void *block = NULL;
+        cache_acquire();
+        for (int i = 0; i < CACHE_SLOTS && !block; i++)
+            if (cache[i].block && cache[i].size == size) {
+                block = cache[i].block;
+                cache[i].block = NULL;
+                cache_total -= size;
+            }
+        cache_release();
+        if (block)
+            return block;
+    }
+    return malloc(size);
+}
+
+void tg_block_free(void *block, size_t size)
+{
+    if (CACHE_ON && block && size >= CACHE_MIN) {
+        bool kept = false;
+        cache_acquire();
+        for (int i = 0; i < CACHE_SLOTS && !kept; i++)
+            if (!cache[i].block && cache_total + size <= CACHE_MAX_TOTAL) {
+                cache[i].block = block;
+                cache[i].size = size;
+                cache_total += size;
+                kept = true;
+            }
+        cache_release();
+        if (kept)
+            return;
+    }
+    free(block);
+}
+
+void tg_empty_cache(void)
+{
+    cache_acquire();
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(cache[i].block);
+        cache[i].block = NULL;
+    }
+    cache_total = 0;
+    cache_release();
 }

@@ -79,6 +79,15 @@ void tg_reset_peak_bytes(void)
 #define TENSOR_HEAD ((sizeof(tg_tensor) + 15) / 16 * 16)
 #define DATA_ALIGN 64
 
+/* The bytes of the block of a tensor of nbytes of elements: the elements
+ * start at the first multiple of DATA_ALIGN after the headers
+ * (DATA_ALIGN - 1 bytes of room) and take whole multiples of it. */
+static size_t block_size(size_t nbytes)
+{
+    size_t padded = (nbytes + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN;
+    return STORAGE_HEAD + TENSOR_HEAD + DATA_ALIGN - 1 + padded;
+}
+
 /* Whether t is the tensor header inside its storage's block. */
 static bool tensor_in_block(const tg_tensor *t)
 {
@@ -90,7 +99,7 @@ static void storage_release(tg_storage *s)
     if (--s->refcount > 0)
         return;
     bytes_add(-(int64_t)s->nbytes);
-    free(s); // the whole block: header, tensor header, elements
+    tg_block_free(s, block_size(s->nbytes)); // header, tensor, elements
     COUNT_ADD(live_storages, -1);
 }
 
@@ -132,12 +141,7 @@ tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
     for (int d = 0; d < ndim; d++)
         numel = shape[d] == 0 ? 0 : numel * (size_t)shape[d];
     size_t nbytes = numel * tg_dtype_size(dtype);
-    /* The elements start at the first multiple of DATA_ALIGN after the
-     * headers (DATA_ALIGN - 1 bytes of room) and take whole multiples of
-     * it, as they did when each storage was its own aligned_alloc. */
-    size_t padded = (nbytes + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN;
-    char *block = tg_malloc(STORAGE_HEAD + TENSOR_HEAD + DATA_ALIGN - 1 +
-                            padded);
+    char *block = tg_block_alloc(block_size(nbytes));
     if (!block) {
         char s[TG_SHAPE_STR_MAX];
         tg_error("tg_alloc",

@@ -115,6 +115,7 @@ NEVER_FAILS(tg_live_storages, "returns a count");
 NEVER_FAILS(tg_live_bytes, "returns a count");
 NEVER_FAILS(tg_peak_bytes, "returns a count");
 NEVER_FAILS(tg_reset_peak_bytes, "stores a count");
+NEVER_FAILS(tg_empty_cache, "frees what it keeps");
 NEVER_FAILS(tg_fail_allocations_after,
             "any n is a setting (n < 0 switches the hook off)");
 

@@ -3,6 +3,8 @@
  * fill and copy: the tensor core below every op.
  */
 #include "../common.h"
+
+#include <sys/resource.h>
 #include "tensor/internal.h" // tg_view_make, tg_contiguous_as: the core under test
 
 #include <math.h>
@@ -158,6 +160,45 @@ TG_TEST(lifetime, live_and_peak_bytes_count_storage)
     cr_assert_eq(tg_peak_bytes(), before + 116);
     tg_reset_peak_bytes();
     cr_assert_eq(tg_peak_bytes(), before);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BLOCK_CACHE 0 // sanitizer builds keep no blocks (tensor/memory.c)
+#else
+#define BLOCK_CACHE 1
+#endif
+
+TG_TEST(lifetime, a_freed_large_block_is_reused_for_the_same_size_only)
+{
+    tg_empty_cache();
+    const int64_t n = (1 << 20) / 4 + 100; // just over 1 MiB of float32
+    tg_tensor *a = tg_zeros(TG_SHAPE(n), TG_FLOAT32);
+    void *first = tg_data_f32(a);
+    tg_release(a);
+    tg_tensor *other = tg_zeros(TG_SHAPE(n + 64), TG_FLOAT32);
+    cr_assert_neq(tg_data_f32(other), first, "another size got the block");
+    /* The point of keeping it: zeroing a kept block touches pages already
+     * mapped, where a fresh one faults in each of its 257 pages. */
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    tg_tensor *b = tg_zeros(TG_SHAPE(n), TG_FLOAT32);
+    getrusage(RUSAGE_SELF, &after);
+    if (BLOCK_CACHE) {
+        cr_assert_eq(tg_data_f32(b), first, "the freed block was not kept");
+        cr_assert_lt(after.ru_minflt - before.ru_minflt, 32,
+                     "%ld page faults zeroing a kept block",
+                     after.ru_minflt - before.ru_minflt);
+    }
+    cr_assert_eq(tg_data_f32(b)[n - 1], 0.0f, "tg_zeros still zeroes it");
+    tg_release(b);
+    tg_release(other);
+    tg_empty_cache();
+    /* Small blocks are never kept: glibc reuses them itself. */
+    tg_tensor *s = tg_ones(TG_SHAPE(1000), TG_FLOAT32);
+    tg_release(s);
+    tg_tensor *z = tg_zeros(TG_SHAPE(1000), TG_FLOAT32);
+    cr_assert_eq(tg_data_f32(z)[999], 0.0f);
+    tg_release(z);
 }
 
 TG_TEST(lifetime, a_view_keeps_the_storage_alive)

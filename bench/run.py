@@ -402,8 +402,14 @@ def fmt_bytes(b):
 def evaluate_targets(rows, threads_list, results, copy_bw):
     out = []
 
-    def status(ok):
-        return "-" if ok is None else ("met" if ok else "MISSED")
+    def status(ok, *cells):
+        """met / MISSED, or "noisy" when a contender's samples spread by
+        more than 1.5x (max/min): a contended machine decides nothing."""
+        if ok is None:
+            return "-"
+        if any(c and c["max"] > 1.5 * c["min"] for c in cells):
+            return "noisy (%s)" % ("met" if ok else "MISSED")
+        return "met" if ok else "MISSED"
 
     def cell(name, t, c):
         r = results.get((name, t))
@@ -421,7 +427,7 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
             r = tg["median"] / to["median"] if tg and to else None
             out.append(["%s time / PyTorch's, %d thr" % (label, t),
                         fmt(r, "%.2f"), "<= %.1f" % lim,
-                        status(None if r is None else r <= lim)])
+                        status(None if r is None else r <= lim, tg, to)])
         if ("matmul_portable", t) in results:
             tg = cell("matmul_portable", t, "tapegrad")
             to = cell("matmul_portable", t, "torch")
@@ -434,7 +440,7 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
                 if tg and copy_bw.get(t) else None
             out.append(["LayerNorm fwd+bwd, %% of copy bandwidth, %d thr" % t,
                         fmt(p, "%.0f%%"), ">= 70%",
-                        status(None if p is None else p >= 70)])
+                        status(None if p is None else p >= 70, tg)])
         for name, label, want in (("mlp_tiny_step", "tiny MLP step", 10),
                                   ("mlp_medium_step", "medium MLP step", 2)):
             if (name, t) not in results:
@@ -443,7 +449,7 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
             s = to["median"] / tg["median"] if tg and to else None
             out.append(["%s speed-up over PyTorch eager, %d thr" % (label, t),
                         fmt(s, "%.1fx"), ">= %dx" % want,
-                        status(None if s is None else s >= want)])
+                        status(None if s is None else s >= want, tg, to)])
     t = threads_list[0]
     for fused, composed, label in (
             ("ln_fwd_bwd", "ln_composed_fwd_bwd", "LayerNorm"),

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Allocations left before the hook fails them; < 0: hook off. */
 static _Thread_local int64_t allocations_left = -1;
@@ -83,6 +84,23 @@ void *tg_aligned_alloc(size_t alignment, size_t size)
 #define CACHE_ON 1
 #endif
 
+/* TG_BLOCK_CACHE=0 turns the cache off: -1 until read, then 0 or 1. Two
+ * threads reading it at once read the same value. */
+static atomic_int cache_setting = -1;
+
+static bool cache_on(void)
+{
+    if (!CACHE_ON)
+        return false;
+    int v = atomic_load_explicit(&cache_setting, memory_order_relaxed);
+    if (v < 0) {
+        const char *s = getenv(TG_BLOCK_CACHE);
+        v = !(s && strcmp(s, "0") == 0);
+        atomic_store_explicit(&cache_setting, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 static struct {
     void *block;
     size_t size;
@@ -106,7 +124,7 @@ void *tg_block_alloc(size_t size)
 {
     if (injected_failure())
         return NULL;
-    if (CACHE_ON && size >= CACHE_MIN) {
+    if (size >= CACHE_MIN && cache_on()) {
         void *block = NULL;
         cache_acquire();
         for (int i = 0; i < CACHE_SLOTS && !block; i++)
@@ -124,7 +142,7 @@ void *tg_block_alloc(size_t size)
 
 void tg_block_free(void *block, size_t size)
 {
-    if (CACHE_ON && block && size >= CACHE_MIN) {
+    if (block && size >= CACHE_MIN && cache_on()) {
         bool kept = false;
         cache_acquire();
         for (int i = 0; i < CACHE_SLOTS && !kept; i++)

@@ -142,7 +142,9 @@ void tg_reset_peak_bytes(void);
  * the same size (at most 8 blocks, 256 MiB), so a loop repeating one shape
  * does not hand its buffers back to the system and fault them in again on
  * every step. tg_empty_cache() frees what is kept (as
- * torch.cuda.empty_cache); tg_live_bytes() never counts it. */
+ * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0
+ * in the environment keeps nothing (the valgrind test setup sets it, so a
+ * use after free of a large tensor is still caught). */
 void tg_empty_cache(void);
 
 /* Test hook for out-of-memory paths: on the calling thread, the next n
@@ -301,7 +303,8 @@ int tg_print(const tg_tensor *x);           // to stdout
  * matmul) keeps a plain, obviously correct twin: the reference the tests
  * compare it with, and the one to read when learning. Results of the fast
  * kernels agree with the reference within the tolerance documented in
- * docs/performance.md, and never depend on the number of threads. */
+ * docs/performance.md; those of the library's own C kernels never depend
+ * on the number of threads (OpenBLAS's are OpenBLAS's business). */
 typedef enum tg_kernels {
     TG_KERNELS_FAST,      // the default: fast kernels, OpenBLAS for matmul
                           // when the library is built with -Dopenblas
@@ -312,6 +315,9 @@ typedef enum tg_kernels {
  * fast, portable) and TG_NUM_THREADS=n. */
 #define TG_KERNELS "TG_KERNELS"
 #define TG_NUM_THREADS "TG_NUM_THREADS"
+/* Read at the first large allocation: TG_BLOCK_CACHE=0 (see
+ * tg_empty_cache). */
+#define TG_BLOCK_CACHE "TG_BLOCK_CACHE"
 /* Chooses this thread's kernels; each thread starts with TG_KERNELS from
  * the environment ("fast", "portable" or "reference"), else
  * TG_KERNELS_FAST. Returns 0, or -1 for a value not in tg_kernels. */

@@ -493,6 +493,8 @@ static int layer_norm_forward_fast(tg_dtype dtype, const void *x,
                                    double *mean, double *rstd, int64_t M,
                                    int64_t N, double eps)
 {
+    if (M == 0)
+        return 0;
     int nt = tg_parallel_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
@@ -559,6 +561,14 @@ static int layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     int64_t chunk_rows = (LN_MIN_CHUNK_WORK + N - 1) / N;
     if (chunk_rows < (M + LN_MAX_CHUNKS - 1) / LN_MAX_CHUNKS)
         chunk_rows = (M + LN_MAX_CHUNKS - 1) / LN_MAX_CHUNKS;
+    /* Each chunk keeps 2 N doubles of partial sums: at most about x's own
+     * size in all (few long rows would otherwise make 32 chunks of one
+     * row each, four times x). */
+    int64_t max_chunks = M * (int64_t)tg_dtype_size(dtype) / 16;
+    if (max_chunks < 1)
+        max_chunks = 1;
+    if ((M + chunk_rows - 1) / chunk_rows > max_chunks)
+        chunk_rows = (M + max_chunks - 1) / max_chunks;
     int64_t nchunks = (M + chunk_rows - 1) / chunk_rows;
     int nt = tg_parallel_threads(M * N);
     if ((int64_t)nt > nchunks)

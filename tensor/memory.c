@@ -104,7 +104,9 @@ static bool cache_on(void)
 static struct {
     void *block;
     size_t size;
+    uint64_t age; // cache_clock when kept: the smallest is the oldest
 } cache[CACHE_SLOTS];
+static uint64_t cache_clock;
 static size_t cache_total; // bytes in cache[]
 static atomic_flag cache_lock = ATOMIC_FLAG_INIT;
 
@@ -143,16 +145,36 @@ void *tg_block_alloc(size_t size)
 void tg_block_free(void *block, size_t size)
 {
     if (block && size >= CACHE_MIN && cache_on()) {
+        /* The newest block stays: a loop that moved on to other shapes
+         * must not find the cache full of the old ones. The oldest go
+         * until the new one fits. */
+        void *evicted[CACHE_SLOTS];
+        int nevicted = 0;
         bool kept = false;
         cache_acquire();
-        for (int i = 0; i < CACHE_SLOTS && !kept; i++)
-            if (!cache[i].block && cache_total + size <= CACHE_MAX_TOTAL) {
-                cache[i].block = block;
-                cache[i].size = size;
+        while (size <= CACHE_MAX_TOTAL) {
+            int free_slot = -1, oldest = -1;
+            for (int i = 0; i < CACHE_SLOTS; i++) {
+                if (!cache[i].block)
+                    free_slot = i;
+                else if (oldest < 0 || cache[i].age < cache[oldest].age)
+                    oldest = i;
+            }
+            if (free_slot >= 0 && cache_total + size <= CACHE_MAX_TOTAL) {
+                cache[free_slot].block = block;
+                cache[free_slot].size = size;
+                cache[free_slot].age = ++cache_clock;
                 cache_total += size;
                 kept = true;
+                break;
             }
+            evicted[nevicted++] = cache[oldest].block;
+            cache_total -= cache[oldest].size;
+            cache[oldest].block = NULL;
+        }
         cache_release();
+        for (int i = 0; i < nevicted; i++)
+            free(evicted[i]);
         if (kept)
             return;
     }

@@ -201,6 +201,26 @@ TG_TEST(lifetime, a_freed_large_block_is_reused_for_the_same_size_only)
     tg_release(z);
 }
 
+TG_TEST(lifetime, a_full_block_cache_keeps_the_newest_block)
+{
+    tg_empty_cache();
+    const int64_t n = (1 << 20) / 4 + 100;
+    tg_tensor *old[9];
+    for (int i = 0; i < 9; i++)
+        old[i] = tg_zeros(TG_SHAPE(n), TG_FLOAT32);
+    for (int i = 0; i < 9; i++)
+        tg_release(old[i]); // fills the 8 places
+    tg_tensor *other = tg_zeros(TG_SHAPE(2 * n), TG_FLOAT32);
+    void *first = tg_data_f32(other);
+    tg_release(other); // must evict an old block rather than go
+    tg_tensor *again = tg_zeros(TG_SHAPE(2 * n), TG_FLOAT32);
+    if (BLOCK_CACHE)
+        cr_assert_eq(tg_data_f32(again), first,
+                     "a cache full of old sizes refused the new block");
+    tg_release(again);
+    tg_empty_cache();
+}
+
 TG_TEST(lifetime, a_view_keeps_the_storage_alive)
 {
     tg_tensor *base = tg_arange(0, 6, 1, TG_FLOAT32);

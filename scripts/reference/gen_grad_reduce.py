@@ -186,9 +186,17 @@ def matmul_grads(a, b, g):
         g2 = g2[..., None]
     if a.ndim == 1:
         g2 = np.expand_dims(g2, -2)
-    da = sum_to(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
-    db = sum_to(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
-    return da, db
+    da = sum_to(product(g2, np.swapaxes(b2, -1, -2)), a2.shape)
+    db = sum_to(product(np.swapaxes(a2, -1, -2), g2), b2.shape)
+    return da.reshape(a.shape), db.reshape(b.shape)
+
+
+def product(x, y):
+    """x @ y with np.matmul's batch rules, summed by np.sum rather than by
+    a BLAS: NumPy's @ calls whichever BLAS the machine has (reference
+    BLAS, OpenBLAS), whose summation orders differ in the last bits, and
+    the fixtures must not depend on it."""
+    return np.sum(x[..., :, :, None] * y[..., None, :, :], axis=-2)
 
 
 def save_matmul(save, rng):

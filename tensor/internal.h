@@ -295,6 +295,32 @@ int tg_expanded_dim(const tg_tensor *x);
 #else
 #define TG_OMP(directive)
 #endif
+/* This thread's number in the current OpenMP team: 0 outside one, and
+ * always 0 without OpenMP. For per-thread scratch inside a region. */
+#ifdef _OPENMP
+#include <omp.h>
+static inline int tg_thread_num(void)
+{
+    return omp_get_thread_num();
+}
+#else
+static inline int tg_thread_num(void)
+{
+    return 0;
+}
+#endif
+/* On a hot kernel: GCC on x86-64 Linux compiles it three times (plain
+ * x86-64, AVX2, AVX-512) and picks one when the program starts, from what
+ * the CPU offers. A kernel that fixes the order of every addition gives
+ * the same bits in all three, as the build forbids fused multiply-adds
+ * (-ffp-contract=off). Elsewhere (or under clang) the ordinary function. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&    \
+    defined(__linux__)
+#define TG_VECTOR_CLONES                                                     \
+    __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define TG_VECTOR_CLONES
+#endif
 /* Below this much work (about one element touched = 1) a loop runs on the
  * calling thread: starting a team costs a few microseconds. */
 #define TG_PARALLEL_MIN_WORK (INT64_C(1) << 15)

@@ -348,15 +348,6 @@ BATCH_NORM_BACKWARD(batch_norm_backward_f64, double)
  * rounding to T: within an ulp or two of T for float32 (tests: 1e-6 of
  * max |reference|), ~1e-13 for float64 (tests: 1e-12). */
 
-/* GCC on x86-64 compiles the hot loops three times (SSE2, AVX2, AVX-512)
- * and picks one at load time. No FMA (-ffp-contract=off) and a fixed order
- * of additions, so the three give identical results. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define BN_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define BN_CLONES
-#endif
-
 /* Elements per block of rows (S == 1): 256 KiB of float32, which stays in
  * a core's L2 cache between the block's two passes. */
 #define BN_BLOCK (INT64_C(1) << 16)
@@ -408,7 +399,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
  * (cols_*) or one channel (run_*) and touches nothing else. */
 #define BN_FAST_KERNELS(SFX, T)                                              \
     /* Column means and sums of squares about them, over `rows` rows. */    \
-    static BN_CLONES void bn_cols_stats_##SFX(                               \
+    static TG_VECTOR_CLONES void bn_cols_stats_##SFX(                               \
         const T *restrict x, int64_t rows, int64_t C, double *restrict mean, \
         double *restrict m2)                                                 \
     {                                                                        \
@@ -426,7 +417,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
             }                                                                \
     }                                                                        \
     /* y = (x - mean) * scale + shift, per column. */                        \
-    static BN_CLONES void bn_cols_apply_##SFX(                               \
+    static TG_VECTOR_CLONES void bn_cols_apply_##SFX(                               \
         const T *restrict x, T *restrict y, int64_t rows, int64_t C,         \
         const double *restrict mean, const double *restrict scale,           \
         const double *restrict shift)                                        \
@@ -437,7 +428,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
                     (T)((x[i * C + c] - mean[c]) * scale[c] + shift[c]);     \
     }                                                                        \
     /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column. */            \
-    static BN_CLONES void bn_cols_sums_##SFX(                                \
+    static TG_VECTOR_CLONES void bn_cols_sums_##SFX(                                \
         const T *restrict dy, const T *restrict x, int64_t rows, int64_t C, \
         const double *restrict mean, double *restrict sdy,                   \
         double *restrict sdxm)                                               \
@@ -452,7 +443,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
             }                                                                \
     }                                                                        \
     /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval). */ \
-    static BN_CLONES void bn_cols_dx_##SFX(                                  \
+    static TG_VECTOR_CLONES void bn_cols_dx_##SFX(                                  \
         const T *restrict dy, const T *restrict x, T *restrict dx,           \
         int64_t rows, int64_t C, const double *restrict mean,                \
         const double *restrict a, const double *restrict b,                  \
@@ -471,7 +462,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
                                     c0[c]);                                  \
     }                                                                        \
     /* The sum of N runs of S values, run i at x + i * stride. */           \
-    static BN_CLONES double bn_run_sum_##SFX(const T *restrict x, int64_t N, \
+    static TG_VECTOR_CLONES double bn_run_sum_##SFX(const T *restrict x, int64_t N, \
                                              int64_t stride, int64_t S)      \
     {                                                                        \
         double acc[BN_LANES] = {0};                                          \
@@ -487,7 +478,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
         return bn_lanes_total(acc);                                          \
     }                                                                        \
     /* sum((x - mean)^2) over the same runs. */                              \
-    static BN_CLONES double bn_run_m2_##SFX(const T *restrict x, int64_t N,  \
+    static TG_VECTOR_CLONES double bn_run_m2_##SFX(const T *restrict x, int64_t N,  \
                                             int64_t stride, int64_t S,       \
                                             double mean)                     \
     {                                                                        \
@@ -508,7 +499,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
         return bn_lanes_total(acc);                                          \
     }                                                                        \
     /* y = (x - mean) * scale + shift over the runs. */                      \
-    static BN_CLONES void bn_run_apply_##SFX(                                \
+    static TG_VECTOR_CLONES void bn_run_apply_##SFX(                                \
         const T *restrict x, T *restrict y, int64_t N, int64_t stride,       \
         int64_t S, double mean, double scale, double shift)                  \
     {                                                                        \
@@ -518,7 +509,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
                     (T)((x[i * stride + s] - mean) * scale + shift);         \
     }                                                                        \
     /* *sdy = sum(dy), *sdxm = sum(dy * (x - mean)) over the runs. */       \
-    static BN_CLONES void bn_run_sums_##SFX(                                 \
+    static TG_VECTOR_CLONES void bn_run_sums_##SFX(                                 \
         const T *restrict dy, const T *restrict x, int64_t N,                \
         int64_t stride, int64_t S, double mean, double *sdy, double *sdxm)  \
     {                                                                        \
@@ -542,7 +533,7 @@ static double bn_invstd(double m2, int64_t n, int64_t correction,
         *sdxm = bn_lanes_total(agx);                                         \
     }                                                                        \
     /* dx = a dy + b (x - mean) + c0 (training), a dy (eval). */             \
-    static BN_CLONES void bn_run_dx_##SFX(                                   \
+    static TG_VECTOR_CLONES void bn_run_dx_##SFX(                                   \
         const T *restrict dy, const T *restrict x, T *restrict dx,           \
         int64_t N, int64_t stride, int64_t S, double mean, double a,         \
         double b, double c0, bool training)                                  \
@@ -612,6 +603,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
     {                                                                        \
         const int64_t N = l->N, C = l->C, S = l->S, n = l->n;                \
         const int nt = bn_threads(l);                                        \
+        (void)nt; /* read by the OpenMP pragmas only */                      \
         if (S > 1) {                                                         \
             TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
             for (int64_t c = 0; c < C; c++) {                                \
@@ -665,6 +657,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
         const double n = (double)l->n;                                       \
         const double unbias = n / (n - (double)correction); /* n/(n-k) */    \
         const int nt = bn_threads(l);                                        \
+        (void)nt; /* read by the OpenMP pragmas only */                      \
         if (S > 1) {                                                         \
             TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
             for (int64_t c = 0; c < C; c++) {                                \
@@ -925,10 +918,8 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
             /* A constant channel with eps 0 has var + eps = 0: PyTorch
              * then sets invstd to 0 (y = bias) rather than inf (y =
              * NaN). */
-            for (int64_t c = 0; c < C; c++) {
-                double v = pm2[c] / (double)(l.n - o.correction) + o.eps;
-                pi[c] = v == 0.0 ? 0.0 : 1.0 / sqrt(v);
-            }
+            for (int64_t c = 0; c < C; c++)
+                pi[c] = bn_invstd(pm2[c], l.n, o.correction, o.eps);
         }
         if (x->dtype == TG_FLOAT32)
             batch_norm_apply_f32((const float *)tg_base_ptr(xc),

@@ -48,22 +48,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
-#endif
-
-/* The hot loops are compiled for three x86-64 levels and the best one is
- * chosen at load time (GCC's target_clones). The variants differ in
- * vector width only: same operations in the same order, same results.
- * Elsewhere (or under clang) one portable version. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define GEMM_CLONES                                                        \
-    __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define GEMM_CLONES
 #endif
 
 /* Register tile: MR rows of NR columns. 6 x 16 floats are 6 AVX-512
@@ -156,7 +142,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
     /* c (m, n) = a @ b without packing: row i of c is built as               \
      * sum_p a[i, p] * b[p, :] in place, a row of c and of b at a time        \
      * (unit stride vectorises across j). */                                  \
-    GEMM_CLONES static void gemm_direct_##sfx(                                \
+    TG_VECTOR_CLONES static void gemm_direct_##sfx(                                \
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
@@ -251,7 +237,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
     }                                                                         \
                                                                               \
     /* c[0:mc, 0:nc] (+)= the packed a block times the packed b panel. */     \
-    GEMM_CLONES static void macro_##sfx(int64_t mc, int64_t nc, int64_t kc,   \
+    TG_VECTOR_CLONES static void macro_##sfx(int64_t mc, int64_t nc, int64_t kc,   \
                                         const T *ap, const T *bp, T *c,       \
                                         int64_t ldc, bool first)              \
     {                                                                         \
@@ -270,11 +256,10 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                                    int nt, T *bp, T *ap_all, int64_t mc)      \
     {                                                                         \
         int64_t nblocks = (m + mc - 1) / mc;                                  \
+        (void)nt; /* read by the OpenMP pragmas only */                       \
         TG_OMP(parallel num_threads(nt) if (nt > 1))                          \
         {                                                                     \
-            int tid = 0;                                                      \
-            GEMM_THREAD_ID(tid);                                              \
-            T *ap = ap_all + (int64_t)tid * MC_MAX * KC;                      \
+            T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * KC;          \
             for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
                 int64_t nc = min64(NC_MAX, n - jc);                           \
                 int64_t npanels = (nc + NR - 1) / NR;                         \
@@ -318,11 +303,12 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
             int64_t kc = min64(KC, k);                                        \
             size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), NR));        \
             size_t na = (size_t)nt * MC_MAX * KC;                             \
-            T *buf = tg_malloc((nb + na) * sizeof(T));                        \
+            size_t bytes = (nb + na) * sizeof(T);                             \
+            T *buf = tg_block_alloc(bytes); /* reused when large */           \
             if (buf) {                                                        \
                 gemm_blocked_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n,  \
                                    nt, buf, buf + nb, mc);                    \
-                free(buf);                                                    \
+                tg_block_free(buf, bytes);                                    \
                 return;                                                       \
             }                                                                 \
             /* no memory for the panels: the direct kernel needs none */      \
@@ -366,12 +352,6 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         for (int64_t j = 0; j < nr; j++)                                     \
             c[i * ldc + j] = c##i[j];
 
-#ifdef _OPENMP
-#define GEMM_THREAD_ID(tid) (tid) = omp_get_thread_num()
-#else
-#define GEMM_THREAD_ID(tid) (void)(tid)
-#endif
-
 #ifdef TG_HAVE_OPENBLAS
 /* c = a @ b by cblas_?gemm, each operand passed as it lies (transposed
  * if that is how BLAS can read it) or, failing that, as a contiguous
@@ -414,6 +394,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                 ldb = (int)n;                                                \
             }                                                                \
         }                                                                    \
+        tg_get_num_threads(); /* hands TG_NUM_THREADS to OpenBLAS */        \
         CBLAS(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,                 \
               tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1, a,  \
               lda, b, ldb, 0, c, (int)n);                                    \

@@ -17,10 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 /* ------------------------------------------------------------ arguments */
 
 int tg_norm_eps_check(const char *fn, double eps)
@@ -286,18 +282,6 @@ LAYER_NORM_BACKWARD(layer_norm_backward_f64, double)
  * backward big enough for threads has at least four chunks. */
 #define LN_MIN_CHUNK_WORK (TG_PARALLEL_MIN_WORK / 4)
 
-/* GCC on x86-64 compiles the kernels three times (plain x86-64, AVX2,
- * AVX-512) and picks one when the program starts, from what the CPU
- * offers. The source fixes the order of every addition and the build
- * forbids fused multiply-adds (-ffp-contract=off), so all three give the
- * same bits. Elsewhere this is the ordinary function. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&    \
-    defined(__linux__)
-#define LN_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define LN_CLONES
-#endif
-
 /* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
  * line at p. No effect on any result. */
 #if defined(__GNUC__)
@@ -323,7 +307,7 @@ static inline double lanes_sum(const double *acc)
  * a scratch row of N doubles. Per row: the mean in one pass, d = x - mean
  * and the variance around the mean in a second, y from d in a third. */
 #define LAYER_NORM_FORWARD_FAST(NAME, T)                                     \
-    LN_CLONES static void NAME(const T *x, const double *w, const double *b, \
+    TG_VECTOR_CLONES static void NAME(const T *x, const double *w, const double *b, \
                                T *y, double *mean, double *rstd, int64_t r0, \
                                int64_t r1, int64_t N, double eps,           \
                                double *restrict d)                          \
@@ -386,7 +370,7 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
  * Per row: pass 1 computes xhat and g, sums g and g * xhat, and adds
  * dy * xhat and dy into dw and db; pass 2 writes dx from xhat and g. */
 #define LAYER_NORM_BACKWARD_FAST(NAME, T)                                    \
-    LN_CLONES static void NAME(const T *dy, const T *x, const double *w,    \
+    TG_VECTOR_CLONES static void NAME(const T *dy, const T *x, const double *w,    \
                                const double *mean, const double *rstd,      \
                                T *dx, double *restrict dw,                  \
                                double *restrict db, int64_t r0, int64_t r1, \
@@ -460,16 +444,6 @@ static const double *double_row(tg_dtype dtype, const void *p, int64_t N,
     return row;
 }
 
-/* This thread's number in the team, 0 outside one. */
-static int thread_num(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 /* Rows [r0, r1) of the forward, in x's dtype. */
 static void forward_rows(tg_dtype dtype, const void *x, const double *w,
                          const double *b, void *y, double *mean, double *rstd,
@@ -525,7 +499,7 @@ static int layer_norm_forward_fast(tg_dtype dtype, const void *x,
         int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
         int64_t r1 = r0 + M / nt + (i < M % nt);
         forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps,
-                     rows + thread_num() * N);
+                     rows + tg_thread_num() * N);
     }
     free(scratch);
     return 0;
@@ -607,7 +581,7 @@ static int layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     }
     TG_OMP(parallel num_threads(nt) if (nt > 1))
     {
-        double *own = rows + 2 * thread_num() * N;
+        double *own = rows + 2 * tg_thread_num() * N;
         TG_OMP(for schedule(static))
         for (int64_t c = 0; c < nchunks; c++) {
             double *pw = part + 2 * c * N, *pb = pw + N;

@@ -183,11 +183,14 @@ void tg_block_free(void *block, size_t size)
 
 void tg_empty_cache(void)
 {
-    cache_acquire();
+    void *kept[CACHE_SLOTS];
+    cache_acquire(); // take the blocks out; free them outside the lock
     for (int i = 0; i < CACHE_SLOTS; i++) {
-        free(cache[i].block);
+        kept[i] = cache[i].block;
         cache[i].block = NULL;
     }
     cache_total = 0;
     cache_release();
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        free(kept[i]);
 }

@@ -84,9 +84,6 @@ int tg_set_kernels(tg_kernels kernels)
 bool tg_use_blas(void)
 {
 #ifdef TG_HAVE_OPENBLAS
-    /* The first use settles the thread count from the environment and
-     * hands it to OpenBLAS, which would otherwise use every core. */
-    tg_get_num_threads();
     return tg_get_kernels() == TG_KERNELS_FAST;
 #else
     return false;

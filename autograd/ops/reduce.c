@@ -280,8 +280,10 @@ static int64_t argmin_i64(const int64_t *row, int64_t n)
 static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
                            bool mean, tg_tensor **out)
 {
+    /* An empty x goes the general way: its leading dims may be huge
+     * around a 0, and the loops below would count through them. */
     if (!tg_dtype_is_float(x->dtype) || !tg_is_contiguous(x) ||
-        tg_use_reference_kernels())
+        x->numel == 0 || tg_use_reference_kernels())
         return false;
     /* 0: no dim of size > 1 seen; 1: in the first block; 2: in the second. */
     int block = 0;

@@ -646,7 +646,13 @@ static int matmul(int a, int b, const mm_plan *p, bool grad_on)
                              &ia, &ma);
                     value_as(y, s->map1[(bi * p->k + q) * p->n + j], t, &vb,
                              &ib, &mb);
-                    acc += va * vb;
+                    /* The library sums float32 products in float32, in
+                     * q order from 0 (autograd/ops/gemm.c): the same
+                     * roundings here, so the value is exact again and
+                     * the tolerance stays what it is for other ops. */
+                    acc = t == TG_FLOAT32
+                              ? round_to(t, acc + round_to(t, va * vb))
+                              : acc + va * vb;
                     iacc += (uint64_t)ia * (uint64_t)ib;
                     mag += ma * mb;
                 }

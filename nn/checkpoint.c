@@ -17,22 +17,41 @@
  * them keeps working) and their version counters move (a graph recorded
  * before the load refuses to run backward through the old values).
  *
+ * Saving is all or nothing too: a checkpoint is one unit, and a failed or
+ * interrupted save leaves the previous one loadable. The new checkpoint is
+ * written whole into a new folder beside the old, "<dir>.tg-save-XXXXXX",
+ * every file flushed to the disk, then the two folders are swapped in one
+ * atomic step (Linux's renameat2 RENAME_EXCHANGE). At every instant <dir>
+ * is the complete old checkpoint or the complete new one, whatever fails
+ * and wherever the process dies. Only then are the replaced files removed;
+ * the old folder's other files move into the new one, so saving into a
+ * folder used before keeps them, as it always did. A save that fails
+ * removes what it created (the new folder, the parent folders it made)
+ * and nothing else.
+ *
+ * Where the file system cannot swap folders (NFS, FAT), the old folder is
+ * renamed to "<dir>.tg-old-XXXXXX" and the new one to <dir>: a crash
+ * between those two renames leaves no <dir>, and tg_module_load then
+ * names the folder that holds the previous checkpoint.
+ *
  * What this file is not: no optimiser state (momentum buffers, Adam's
  * moments, the step count) and no gradients are saved; the architecture
  * is not saved either (build the same model, then load). Files in the
  * folder that name no tensor of the module are ignored, not an error
- * (PyTorch's load_state_dict(strict=True) would refuse them), and saving
- * into a folder used before does not remove its other files. POSIX only
- * (mkdir and stat).
+ * (PyTorch's load_state_dict(strict=True) would refuse them). A folder
+ * left by a save that crashed ("<dir>.tg-save-*") is never removed by a
+ * later save: delete it by hand. Two processes saving to one folder at
+ * once is not supported. POSIX only (mkdir, stat, rename).
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L // mkdir, stat
+#define _POSIX_C_SOURCE 200809L // mkdir, stat, opendir
 #endif
 
 #include "nn.h"
 
 #include "../tensor/internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,9 +159,15 @@ static bool is_folder(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* mkdir -p dir: creates each missing folder along the path. */
-static int make_folders(const char *fn, const char *dir)
+/* mkdir -p dir: creates each missing folder along the path. *made is the
+ * length of the path up to the first folder it created (0: none), so that
+ * remove_made_folders can undo exactly that much. */
+static int make_folders(const char *fn, const char *dir, const char *shown,
+                        size_t *made)
 {
+    *made = 0;
+    if (is_folder(dir))
+        return 0;
     size_t len = strlen(dir);
     char *path = tg_malloc(len + 1);
     if (!path) {
@@ -157,14 +182,17 @@ static int make_folders(const char *fn, const char *dir)
             continue;
         char c = path[i];
         path[i] = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        if (tg_io_mkdir(path) == 0) {
+            if (*made == 0)
+                *made = i;
+        } else if (errno != EEXIST) {
             int err = errno;
             tg_error(fn,
                      "cannot create the folder '%s' for '%s': %s\n"
                      "  rule: the checkpoint folder and its parents must be "
                      "creatable\n"
                      "  hint: choose a folder you can write to",
-                     path, dir, strerror(err));
+                     path, shown, strerror(err));
             free(path);
             return -1;
         }
@@ -174,12 +202,29 @@ static int make_folders(const char *fn, const char *dir)
     if (!is_folder(dir)) {
         tg_error(fn,
                  "'%s' exists and is not a folder\n"
-                 "  rule: a checkpoint is a folder of .npy files\n"
-                 "  hint: choose another name, or remove the file",
+                 "  rule: the folders that hold a checkpoint must be "
+                 "folders\n"
+                 "  hint: choose another path, or move the file",
                  dir);
         return -1;
     }
     return 0;
+}
+
+/* Removes the folders make_folders(dir) created, deepest first (in
+ * place: dir is cut as it goes). */
+static void remove_made_folders(char *dir, size_t made)
+{
+    size_t len = strlen(dir);
+    while (made > 0 && len >= made) {
+        dir[len] = '\0';
+        if (tg_io_rmdir(dir) != 0)
+            return;
+        while (len > 0 && dir[len - 1] != '/')
+            len--;
+        while (len > 0 && dir[len - 1] == '/')
+            len--;
+    }
 }
 
 static bool dir_ok(const char *fn, const char *dir)
@@ -197,6 +242,243 @@ static bool dir_ok(const char *fn, const char *dir)
 
 /* ------------------------------------------------------------------ save */
 
+/* The names one save works with, all malloc'd in one block. */
+typedef struct save_paths {
+    char *dir;    // the checkpoint folder, without trailing '/'
+    char *parent; // the folder that holds it
+    char *fresh;  // "<dir>.tg-save-XXXXXX": the new checkpoint, written whole
+    char *old;    // "<dir>.tg-old-XXXXXX": where the fallback moves the old one
+    char *file;   // scratch for "<folder>/<name>.npy"
+    size_t file_size;
+} save_paths;
+
+static void save_paths_free(save_paths *p)
+{
+    free(p->dir);
+    free(p->parent);
+    free(p->fresh);
+    free(p->old);
+    free(p->file);
+}
+
+static int save_paths_make(const char *fn, const char *dir, save_paths *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    const char *base = dir + len;
+    while (base > dir && base[-1] != '/')
+        base--;
+    size_t blen = (size_t)(dir + len - base);
+    if ((blen == 1 && base[0] == '.') ||
+        (blen == 2 && base[0] == '.' && base[1] == '.') ||
+        (blen == 1 && base[0] == '/')) {
+        tg_error(fn,
+                 "cannot replace the folder '%s' as one unit\n"
+                 "  rule: a checkpoint is saved into a new folder that then "
+                 "takes the place of the old one, so it needs a name of its "
+                 "own\n"
+                 "  hint: save into a subfolder, e.g. \"%s%scheckpoint\"",
+                 dir, dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+        return -1;
+    }
+    size_t tmp_size = len + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
+    p->file_size = tmp_size + TG_NAME_MAX + 8;
+    p->dir = tg_malloc(len + 1);
+    p->fresh = tg_malloc(tmp_size);
+    p->old = tg_malloc(tmp_size);
+    p->file = tg_malloc(p->file_size);
+    if (p->dir) {
+        memcpy(p->dir, dir, len);
+        p->dir[len] = '\0';
+        p->parent = tg_io_parent(p->dir);
+    }
+    if (!p->dir || !p->parent || !p->fresh || !p->old || !p->file) {
+        save_paths_free(p);
+        tg_error(fn, "out of memory for the file names");
+        return -1;
+    }
+    return 0;
+}
+
+/* "<folder>/<name>.npy" into p->file. */
+static const char *in_folder(save_paths *p, const char *folder,
+                             const char *name)
+{
+    snprintf(p->file, p->file_size, "%s/%s.npy", folder, name);
+    return p->file;
+}
+
+/* Each tensor's file in an existing checkpoint folder must be a file that
+ * a new one can replace (a folder of that name could not be). */
+static int check_replaceable(const char *fn, save_paths *p,
+                             const tg_named_tensor *items, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        const char *path = in_folder(p, p->dir, items[i].name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            tg_error(fn,
+                     "cannot write %s: '%s' exists and is %s\n"
+                     "  rule: each tensor's file replaces what has its "
+                     "name\n"
+                     "  hint: move it out of the checkpoint folder",
+                     items[i].name, path, tg_file_kind(st.st_mode));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Creates p->fresh under a name nobody has. */
+static int make_fresh_folder(const char *fn, save_paths *p)
+{
+    size_t size = strlen(p->dir) + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        char suffix[TG_IO_SUFFIX_SIZE];
+        tg_io_unique_suffix(suffix);
+        snprintf(p->fresh, size, "%s.tg-save-%s", p->dir, suffix);
+        if (tg_io_mkdir(p->fresh) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+    }
+    int err = errno;
+    tg_error(fn,
+             "cannot create a folder beside '%s' for the new checkpoint: %s\n"
+             "  rule: the new checkpoint is written whole into a new folder "
+             "in the same place, then swapped with the old one",
+             p->dir, strerror(err));
+    return -1;
+}
+
+/* Writes every tensor into p->fresh and flushes the folder. */
+static int write_fresh(const char *fn, save_paths *p,
+                       const tg_named_tensor *items, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char shown[4096];
+        snprintf(shown, sizeof shown, "%s/%s.npy", p->dir, items[i].name);
+        tg_error_handler h = quiet_begin();
+        int rc = tg_npy_write_new("tg_save_npy",
+                                  in_folder(p, p->fresh, items[i].name),
+                                  shown, items[i].tensor);
+        char why[1536];
+        quiet_end(h, why, sizeof why, "tg_save_npy");
+        if (rc != 0) {
+            tg_error(fn, "cannot write %s: %s", items[i].name, why);
+            return -1;
+        }
+    }
+    if (tg_io_sync_dir(p->fresh) != 0) {
+        int err = errno;
+        tg_error(fn, "cannot flush the new checkpoint's folder to the disk: "
+                     "%s\n"
+                     "  rule: a checkpoint takes the old one's place only "
+                     "once all of it is on the disk",
+                 strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* Undoes a save that has not taken the old one's place: removes the new
+ * folder's files (only the names this save wrote) and the folder. */
+static void remove_fresh(save_paths *p, const tg_named_tensor *items, int n)
+{
+    for (int i = 0; i < n; i++)
+        tg_io_unlink(in_folder(p, p->fresh, items[i].name));
+    tg_io_rmdir(p->fresh);
+}
+
+/* Puts p->fresh in p->dir's place. Afterwards the previous checkpoint is
+ * in *previous (NULL when there was none). */
+static int take_place(const char *fn, save_paths *p, bool exists,
+                      const char **previous)
+{
+    *previous = NULL;
+    if (!exists) {
+        if (tg_io_rename(p->fresh, p->dir) == 0)
+            return 0;
+    } else if (tg_io_exchange(p->fresh, p->dir) == 0) {
+        *previous = p->fresh; // the two names have swapped folders
+        return 0;
+    } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
+        /* No atomic swap here: the old folder steps aside first. */
+        size_t size = strlen(p->dir) + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
+        char suffix[TG_IO_SUFFIX_SIZE];
+        tg_io_unique_suffix(suffix);
+        snprintf(p->old, size, "%s.tg-old-%s", p->dir, suffix);
+        if (tg_io_rename(p->dir, p->old) == 0) {
+            if (tg_io_rename(p->fresh, p->dir) == 0) {
+                *previous = p->old;
+                return 0;
+            }
+            int err = errno;
+            tg_io_rename(p->old, p->dir); // back where it was
+            errno = err;
+        }
+    }
+    int err = errno;
+    tg_error(fn,
+             "cannot put the new checkpoint in the place of '%s': %s\n"
+             "  rule: the new checkpoint is complete beside the old one and "
+             "then swapped with it; the old one is unchanged",
+             p->dir, strerror(err));
+    return -1;
+}
+
+/* After the swap: the previous folder's files that are not tensors of this
+ * save move into the new folder (they were there before the save, and are
+ * again); the replaced ones are removed, then the emptied folder. */
+static int clear_previous(const char *fn, save_paths *p, const char *previous,
+                          const tg_named_tensor *items, int n)
+{
+    DIR *d = opendir(previous);
+    int rc = d ? 0 : -1;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        bool replaced = false;
+        for (int i = 0; i < n && !replaced; i++) {
+            size_t k = strlen(items[i].name);
+            replaced = strncmp(e->d_name, items[i].name, k) == 0 &&
+                       strcmp(e->d_name + k, ".npy") == 0;
+        }
+        char from[4096], to[4096];
+        if (snprintf(from, sizeof from, "%s/%s", previous, e->d_name) >=
+                (int)sizeof from ||
+            snprintf(to, sizeof to, "%s/%s", p->dir, e->d_name) >=
+                (int)sizeof to) {
+            errno = ENAMETOOLONG;
+            rc = -1;
+            break;
+        }
+        rc = replaced ? tg_io_unlink(from) : tg_io_rename(from, to);
+    }
+    int err = errno;
+    if (d)
+        closedir(d);
+    if (rc == 0)
+        rc = tg_io_rmdir(previous);
+    if (rc == 0)
+        rc = tg_io_sync_dir(p->dir);
+    if (rc == 0)
+        return 0;
+    if (rc != 0 && err == 0)
+        err = errno;
+    tg_error(fn,
+             "the new checkpoint is in '%s', but the previous folder's "
+             "files stay in '%s': %s\n"
+             "  rule: after the swap, the old folder's other files move "
+             "into the new one and the rest is removed\n"
+             "  hint: move what you need from it, then delete it",
+             p->dir, previous, strerror(err));
+    return -1;
+}
+
 int tg_module_save(const tg_module *m, const char *dir)
 {
     const char *fn = "tg_module_save";
@@ -208,25 +490,50 @@ int tg_module_save(const tg_module *m, const char *dir)
     int n = list_tensors(fn, m, &items);
     if (n < 0)
         return -1;
-    if (make_folders(fn, dir) < 0) {
+    save_paths p;
+    if (save_paths_make(fn, dir, &p) < 0) {
         free(items);
         return -1;
     }
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        char *path = file_path(fn, dir, items[i].name);
-        if (!path) {
-            rc = -1;
-        } else {
-            tg_error_handler h = quiet_begin();
-            rc = tg_save_npy(path, items[i].tensor);
-            char why[1536];
-            quiet_end(h, why, sizeof why, "tg_save_npy");
-            if (rc < 0)
-                tg_error(fn, "cannot write %s: %s", items[i].name, why);
-        }
-        free(path);
+    size_t made = 0;
+    struct stat st;
+    int rc = make_folders(fn, p.parent, p.dir, &made);
+    bool exists = rc == 0 && lstat(p.dir, &st) == 0;
+    if (rc == 0 && exists && !S_ISDIR(st.st_mode)) {
+        tg_error(fn,
+                 "'%s' exists and is not a folder\n"
+                 "  rule: a checkpoint is a folder of .npy files\n"
+                 "  hint: choose another name, or remove the file",
+                 p.dir);
+        rc = -1;
     }
+    if (rc == 0 && exists)
+        rc = check_replaceable(fn, &p, items, n);
+    /* Until the swap, a failure leaves everything as it was. */
+    const char *previous = NULL;
+    if (rc == 0 && make_fresh_folder(fn, &p) == 0) {
+        rc = write_fresh(fn, &p, items, n);
+        if (rc == 0)
+            rc = take_place(fn, &p, exists, &previous);
+        if (rc != 0)
+            remove_fresh(&p, items, n);
+    } else {
+        rc = -1;
+    }
+    if (rc != 0) {
+        remove_made_folders(p.parent, made);
+    } else if (tg_io_sync_dir(p.parent) != 0) {
+        int err = errno;
+        tg_error(fn,
+                 "the new checkpoint is in '%s', but its folder cannot be "
+                 "flushed to the disk: %s\n"
+                 "  rule: a rename is durable once its folder is flushed",
+                 p.dir, strerror(err));
+        rc = -1;
+    } else if (previous) {
+        rc = clear_previous(fn, &p, previous, items, n);
+    }
+    save_paths_free(&p);
     free(items);
     return rc;
 }
@@ -298,6 +605,39 @@ static tg_tensor *read_one(const char *fn, const char *dir,
     return NULL;
 }
 
+/* Whether a save into dir stopped between moving the old folder aside
+ * ("<dir>.tg-old-XXXXXX") and putting the new one in its place; the old
+ * folder's path goes into out. */
+static bool interrupted_save_left(const char *dir, char *out, size_t size)
+{
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    const char *base = dir + len;
+    while (base > dir && base[-1] != '/')
+        base--;
+    size_t blen = (size_t)(dir + len - base);
+    size_t plen = (size_t)(base - dir); // the parent with its '/'
+    char parent[4096];
+    if (plen >= sizeof parent)
+        return false;
+    memcpy(parent, plen ? dir : ".", plen ? plen : 1);
+    parent[plen ? plen : 1] = '\0';
+    DIR *d = opendir(parent);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, base, blen) == 0 &&
+            strncmp(e->d_name + blen, ".tg-old-", 8) == 0) {
+            snprintf(out, size, "%.*s%s", (int)plen, dir, e->d_name);
+            found = is_folder(out);
+        }
+    closedir(d);
+    return found;
+}
+
 int tg_module_load(tg_module *m, const char *dir)
 {
     const char *fn = "tg_module_load";
@@ -305,6 +645,18 @@ int tg_module_load(tg_module *m, const char *dir)
         return -1;
     if (!dir_ok(fn, dir))
         return -1;
+    char left[4096];
+    if (!is_folder(dir) && interrupted_save_left(dir, left, sizeof left)) {
+        tg_error(fn,
+                 "there is no checkpoint folder '%s': a save was "
+                 "interrupted, and the previous checkpoint is in '%s'\n"
+                 "  rule: where folders cannot be swapped atomically, a save "
+                 "moves the old folder aside before the new one takes its "
+                 "name\n"
+                 "  hint: rename '%s' to '%s', or load from it",
+                 dir, left, left, dir);
+        return -1;
+    }
     if (!is_folder(dir)) {
         tg_error(fn,
                  "there is no checkpoint folder '%s'\n"

@@ -336,4 +336,39 @@ static inline bool tg_use_reference_kernels(void)
 /* Whether matmul may call OpenBLAS (built with it and TG_KERNELS_FAST). */
 bool tg_use_blas(void);
 
+
+/* ---- file-system steps of saving (fileio.c): each returns 0, or -1 with
+ * errno set and no message, and each passes through tg_set_io_hook. */
+/* A new file, never an existing one (O_EXCL), mode 0666 less the umask. */
+int tg_io_create(const char *path, int *fd);
+/* All n bytes, through short writes; ENOSPC when the disk takes no more. */
+int tg_io_write(int fd, const void *bytes, size_t n, const char *path);
+int tg_io_fsync(int fd, const char *path);
+int tg_io_close(int fd, const char *path); // fd is closed either way
+/* fsync of a folder, so that a rename inside it is on the disk; a file
+ * system that cannot sync folders counts as success. */
+int tg_io_sync_dir(const char *dir);
+int tg_io_mkdir(const char *path);
+int tg_io_rename(const char *from, const char *to);
+/* Swaps two existing folders atomically (Linux renameat2 RENAME_EXCHANGE);
+ * -1 with EINVAL, ENOSYS or ENOTSUP where the file system cannot. */
+int tg_io_exchange(const char *a, const char *b);
+int tg_io_unlink(const char *path);
+int tg_io_rmdir(const char *path);
+/* Six base-36 characters for a temporary name, unlikely to repeat. */
+#define TG_IO_SUFFIX_SIZE 7
+void tg_io_unique_suffix(char out[TG_IO_SUFFIX_SIZE]);
+/* The folder that holds path ("." for a bare name), malloc'd; NULL when
+ * memory runs out. */
+char *tg_io_parent(const char *path);
+/* "a folder", "a device", "a FIFO (named pipe)", ...: for messages. */
+const char *tg_file_kind(unsigned mode);
+/* Writes x as a .npy file at path, which must not exist yet (it is
+ * created, written, flushed with fsync and closed; on failure what was
+ * created is removed). Errors are reported as fn's, naming the file
+ * `shown`. Returns 0, -1 (reported), or -2 without a message when path
+ * exists already (the caller tries another name). */
+int tg_npy_write_new(const char *fn, const char *path, const char *shown,
+                     const tg_tensor *x);
+
 #endif

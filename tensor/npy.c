@@ -21,12 +21,16 @@
  * This file is not a general NumPy reader: no .npz archives, no structured
  * or object dtypes, no memory mapping, no Fortran-order arrays.
  */
+#define _XOPEN_SOURCE 700 // realpath
 #include "internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -114,6 +118,128 @@ static size_t npy_header(const tg_tensor *x, char *out, size_t cap)
     return total;
 }
 
+/* The bytes of x as a .npy file, into fd: the header, then the elements
+ * in C order and little-endian. 0, or -1 with errno set. */
+static int npy_write_fd(int fd, const char *path, const tg_tensor *x,
+                        const char *header, size_t hbytes)
+{
+    tg_tensor *c = tg_contiguous_as(x, x->dtype);
+    if (!c) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t itemsize = tg_dtype_size(c->dtype);
+    size_t n = (size_t)c->numel;
+    const unsigned char *data = (const unsigned char *)tg_base_ptr(c);
+    int rc = tg_io_write(fd, header, hbytes, path);
+    if (rc == 0 && host_is_little_endian()) {
+        rc = tg_io_write(fd, data, n * itemsize, path);
+    } else if (rc == 0) {
+        /* Swap a block at a time into a scratch buffer. */
+        unsigned char block[4096];
+        size_t per = sizeof block / itemsize;
+        for (size_t i = 0; rc == 0 && i < n; i += per) {
+            size_t k = n - i < per ? n - i : per;
+            memcpy(block, data + i * itemsize, k * itemsize);
+            swap_elements(block, k, itemsize);
+            rc = tg_io_write(fd, block, k * itemsize, path);
+        }
+    }
+    int err = errno;
+    tg_release(c);
+    errno = err;
+    return rc;
+}
+
+int tg_npy_write_new(const char *fn, const char *path, const char *shown,
+                     const tg_tensor *x)
+{
+    char header[512];
+    size_t hbytes = npy_header(x, header, sizeof header);
+    int fd;
+    if (tg_io_create(path, &fd) < 0) {
+        int err = errno;
+        if (err == EEXIST)
+            return -2; // the caller picks another name
+        tg_error(fn,
+                 "cannot open '%s' for writing: %s\n"
+                 "  rule: the folder must exist and be writable",
+                 shown, strerror(err));
+        return -1;
+    }
+    /* Written, on the disk (fsync), closed: only then is it a file. */
+    int rc = npy_write_fd(fd, path, x, header, hbytes);
+    if (rc == 0)
+        rc = tg_io_fsync(fd, path);
+    int err = errno;
+    if (tg_io_close(fd, path) < 0 && rc == 0) {
+        rc = -1;
+        err = errno;
+    }
+    if (rc < 0) {
+        unlink(path); // ours: created above with O_EXCL
+        if (err == ENOMEM)
+            tg_error(fn, "out of memory writing '%s'", shown);
+        else
+            tg_error(fn,
+                     "cannot write '%s': %s\n"
+                     "  rule: the whole file must be written (is the disk "
+                     "full?)",
+                     shown, strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* What path names, as a file to replace: itself, or the file a symbolic
+ * link points to (so that the link stays a link). A path that exists must
+ * be a regular file: a rename over a device, a FIFO or a folder would
+ * remove it. *mode is the existing file's permissions, or -1 when there is
+ * none. malloc'd; NULL with an error. */
+static char *replace_target(const char *fn, const char *path, int *mode)
+{
+    *mode = -1;
+    struct stat st;
+    bool link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+    if (stat(path, &st) != 0) {
+        if (link) { // dangling
+            tg_error(fn,
+                     "'%s' is a symbolic link to nothing\n"
+                     "  rule: the path must be a regular file, a link to "
+                     "one, or not exist\n"
+                     "  hint: remove the link or save to another path",
+                     path);
+            return NULL;
+        }
+    } else if (!S_ISREG(st.st_mode)) {
+        tg_error(fn,
+                 "'%s' exists and is not a regular file but %s\n"
+                 "  rule: saving writes a new file and renames it over the "
+                 "old one, which would remove it\n"
+                 "  hint: save to the name of a file",
+                 path, tg_file_kind(st.st_mode));
+        return NULL;
+    } else {
+        *mode = (int)(st.st_mode & 07777);
+    }
+    if (!link || *mode < 0) { // a new file is written as named
+        size_t n = strlen(path) + 1;
+        char *copy = tg_malloc(n);
+        if (!copy)
+            tg_error(fn, "out of memory for a file name");
+        else
+            memcpy(copy, path, n);
+        return copy;
+    }
+    char *resolved = realpath(path, NULL);
+    if (!resolved) {
+        int err = errno;
+        tg_error(fn, "cannot follow the link '%s': %s", path, strerror(err));
+        return NULL;
+    }
+    return resolved; // malloc'd by the C library: free() either way
+}
+
 int tg_save_npy(const char *path, const tg_tensor *x)
 {
     static const char *fn = "tg_save_npy";
@@ -124,54 +250,61 @@ int tg_save_npy(const char *path, const tg_tensor *x)
                      "  rule: pass the name of the file to write");
         return -1;
     }
-    char header[512];
-    size_t hbytes = npy_header(x, header, sizeof header);
-    tg_tensor *c = tg_contiguous_as(x, x->dtype);
-    if (!c)
+    /* A new file beside the target, renamed over it once complete: the old
+     * file stays whole until the new one is. */
+    int mode;
+    char *target = replace_target(fn, path, &mode);
+    if (!target)
         return -1;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    size_t size = strlen(target) + sizeof ".tg-tmp-" + TG_IO_SUFFIX_SIZE;
+    char *tmp = tg_malloc(size);
+    char *dir = tmp ? tg_io_parent(target) : NULL;
+    if (!dir) {
+        free(tmp);
+        free(target);
+        tg_error(fn, "out of memory for the temporary file's name");
+        return -1;
+    }
+    int rc = -2;
+    for (int attempt = 0; attempt < 16 && rc == -2; attempt++) {
+        char suffix[TG_IO_SUFFIX_SIZE];
+        tg_io_unique_suffix(suffix);
+        snprintf(tmp, size, "%s.tg-tmp-%s", target, suffix);
+        rc = tg_npy_write_new(fn, tmp, path, x);
+    }
+    if (rc == -2) {
+        tg_error(fn, "cannot find a free temporary name beside '%s'", path);
+        rc = -1;
+    }
+    if (rc < 0) {
+        // reported
+    } else if (mode >= 0 && chmod(tmp, (mode_t)mode) != 0) {
         int err = errno;
-        tg_release(c);
-        tg_error(fn,
-                 "cannot open '%s' for writing: %s\n"
-                 "  rule: the folder must exist and be writable",
+        unlink(tmp);
+        tg_error(fn, "cannot give the new '%s' the old one's permissions: %s",
                  path, strerror(err));
-        return -1;
-    }
-    size_t itemsize = tg_dtype_size(c->dtype);
-    size_t n = (size_t)c->numel;
-    const unsigned char *data = (const unsigned char *)tg_base_ptr(c);
-    bool ok = fwrite(header, 1, hbytes, f) == hbytes;
-    if (ok && host_is_little_endian()) {
-        ok = n == 0 || fwrite(data, itemsize, n, f) == n;
-    } else if (ok) {
-        /* Swap a block at a time into a scratch buffer. */
-        unsigned char block[4096];
-        size_t per = sizeof block / itemsize;
-        for (size_t i = 0; ok && i < n; i += per) {
-            size_t k = n - i < per ? n - i : per;
-            memcpy(block, data + i * itemsize, k * itemsize);
-            swap_elements(block, k, itemsize);
-            ok = fwrite(block, itemsize, k, f) == k;
-        }
-    }
-    int err = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    tg_release(c);
-    if (!ok) {
-        remove(path);
+        rc = -1;
+    } else if (tg_io_rename(tmp, target) != 0) {
+        int err = errno;
+        unlink(tmp);
         tg_error(fn,
-                 "cannot write '%s': %s\n"
-                 "  rule: the whole file must be written (is the disk "
-                 "full?)",
+                 "cannot rename the new file into place as '%s': %s\n"
+                 "  rule: the new file is written beside the old one and "
+                 "renamed over it; the old file is unchanged",
                  path, strerror(err));
-        return -1;
+        rc = -1;
+    } else if (tg_io_sync_dir(dir) != 0) {
+        int err = errno;
+        tg_error(fn,
+                 "wrote '%s', but cannot flush its folder to the disk: %s\n"
+                 "  rule: a rename is durable once its folder is flushed",
+                 path, strerror(err));
+        rc = -1;
     }
-    return 0;
+    free(dir);
+    free(tmp);
+    free(target);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- parse */

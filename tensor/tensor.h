@@ -155,6 +155,26 @@ void tg_empty_cache(void);
  * 1, 2, ... until an operation completes with nothing failed. */
 int64_t tg_fail_allocations_after(int64_t n);
 
+/* Test hook for file-system failures: on the calling thread, every step of
+ * saving (tg_save_npy, tg_module_save) first calls hook(step, path, &nbytes,
+ * ctx). It returns 0 to let the step run, or an errno value (ENOSPC, EIO,
+ * ...) to make it fail as the system would; for a write it may also lower
+ * nbytes, which writes only that much (a disk filling up part-way). A hook
+ * that ends the process (_exit) simulates a crash at that step. NULL
+ * switches it off (the default). Other threads are not affected. */
+typedef enum tg_io_step {
+    TG_IO_CREATE,   // a new file or folder (path: its name)
+    TG_IO_WRITE,    // bytes into a file (nbytes: how many)
+    TG_IO_SYNC,     // fsync of a file or a folder
+    TG_IO_CLOSE,    // closing a written file
+    TG_IO_RENAME,   // a rename (path: the new name)
+    TG_IO_EXCHANGE, // two folders swapped atomically (path: the checkpoint)
+    TG_IO_REMOVE,   // removing a file or folder the library created
+} tg_io_step;
+typedef int (*tg_io_hook)(tg_io_step step, const char *path, size_t *nbytes,
+                          void *ctx);
+void tg_set_io_hook(tg_io_hook hook, void *ctx);
+
 /* ---------------------------------------------------------------- create */
 
 /* All return new references; arguments borrowed. shape may be NULL when

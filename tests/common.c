@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h> // _exit
 
 void tg_test_setup(void)
 {
@@ -187,4 +188,58 @@ tg_tensor *tg_test_non_contiguous(const tg_tensor *x, bool strided)
     tg_release(view);
     cr_assert(out && !tg_is_contiguous(out), "the copy is contiguous");
     return out;
+}
+
+/* ---------------------------------------------------- file-system faults */
+
+static struct {
+    int step;        // the kind of step that fails, or -1 for any
+    long n;          // which one of them (0 = the first), or -1 for none
+    int err;         // its errno
+    bool crash;      // end the process instead of failing the step
+    long bytes_left; // writes beyond this many bytes fail; -1: no limit
+    long seen;       // steps of that kind seen so far
+    long all;        // steps of any kind seen so far
+} io_fault;
+
+static int io_fault_hook(tg_io_step step, const char *path, size_t *nbytes,
+                         void *ctx)
+{
+    (void)path;
+    (void)ctx;
+    io_fault.all++;
+    if (step == TG_IO_WRITE && io_fault.bytes_left >= 0) {
+        if ((long)*nbytes > io_fault.bytes_left)
+            *nbytes = (size_t)io_fault.bytes_left; // 0 fails with ENOSPC
+        io_fault.bytes_left -= (long)*nbytes;
+    }
+    if (io_fault.step >= 0 && (int)step != io_fault.step)
+        return 0;
+    if (io_fault.seen++ != io_fault.n && io_fault.n != TG_TEST_IO_EVERY)
+        return 0;
+    if (io_fault.crash)
+        _exit(0);
+    return io_fault.err;
+}
+
+void tg_test_fail_io(int step, long n, int err, bool crash, long bytes_left)
+{
+    io_fault.step = step;
+    io_fault.n = n;
+    io_fault.err = err;
+    io_fault.crash = crash;
+    io_fault.bytes_left = bytes_left;
+    io_fault.seen = 0;
+    io_fault.all = 0;
+    tg_set_io_hook(io_fault_hook, NULL);
+}
+
+void tg_test_io_off(void)
+{
+    tg_set_io_hook(NULL, NULL);
+}
+
+long tg_test_io_steps(void)
+{
+    return io_fault.all;
 }

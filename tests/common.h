@@ -83,4 +83,16 @@ void tg_test_check_ref(tg_tensor *actual, const char *name, double rtol,
                       frags_[i_], tg_last_error());                         \
     } while (0)
 
+/* File-system faults (tg_set_io_hook): from now on, on this thread, the
+ * n-th step (counting from 0) of kind `step` fails with err; any kind
+ * when step is -1. With crash, the process ends there instead (_exit(0)),
+ * as a power cut would stop it. bytes_left >= 0 makes writes succeed for
+ * that many bytes in all, then fail with ENOSPC (a full disk). Returns
+ * nothing; tg_test_io_steps() says how many steps were seen since.
+ * n = TG_TEST_IO_EVERY fails every step of that kind. */
+#define TG_TEST_IO_EVERY (-2L)
+void tg_test_fail_io(int step, long n, int err, bool crash, long bytes_left);
+void tg_test_io_off(void);
+long tg_test_io_steps(void);
+
 #endif

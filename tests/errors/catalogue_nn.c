@@ -17,6 +17,7 @@
 #include "catalogue.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -92,6 +93,18 @@ static void touch(const char *path)
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f, "cannot create %s", path);
     fclose(f);
+}
+
+/* The scratch folder holds no temporary file or folder of a save. */
+static void assert_no_leftovers(void)
+{
+    DIR *d = opendir(".");
+    cr_assert_not_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        cr_assert_null(strstr(e->d_name, ".tg-"), "left behind: %s",
+                       e->d_name);
+    closedir(d);
 }
 
 /* Saves Linear(2, 3, bias) to "ck". */
@@ -1087,14 +1100,26 @@ ERROR_CASE(tg_module_save, null_dir, "the folder name is NULL or empty")
 }
 
 ERROR_CASE(tg_module_save, cannot_create_folder,
-           "the folder cannot be created (a file is in the way)")
+           "a parent folder cannot be created (a file is in the way)")
+{
+    scratch_enter();
+    touch("f");
+    tg_module *m = tg_linear_new(2, 3, true);
+    EXPECT_ERROR(tg_module_save(m, "f/sub/ck") == -1,
+                 "tg_module_save: cannot create the folder 'f/sub' for "
+                 "'f/sub/ck': Not a directory");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, parent_not_a_folder,
+           "the folder that would hold it is a file")
 {
     scratch_enter();
     touch("f");
     tg_module *m = tg_linear_new(2, 3, true);
     EXPECT_ERROR(tg_module_save(m, "f/ck") == -1,
-                 "tg_module_save: cannot create the folder 'f/ck' for "
-                 "'f/ck': Not a directory");
+                 "tg_module_save: 'f' exists and is not a folder");
     tg_module_free(m);
     scratch_leave();
 }
@@ -1110,16 +1135,133 @@ ERROR_CASE(tg_module_save, not_a_folder, "the path names a file")
     scratch_leave();
 }
 
-ERROR_CASE(tg_module_save, cannot_write_file,
-           "a tensor's file cannot be written")
+ERROR_CASE(tg_module_save, not_its_own_folder,
+           "the folder is . or .., which cannot be replaced as a unit")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    EXPECT_ERROR(tg_module_save(m, "a/..") == -1,
+                 "tg_module_save: cannot replace the folder 'a/..' as one "
+                 "unit");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_save, folder_in_the_way,
+           "a tensor's file name is taken by a folder")
 {
     scratch_enter();
     cr_assert_eq(mkdir("ck", 0777), 0);
     cr_assert_eq(mkdir("ck/weight.npy", 0777), 0); // a folder in the way
     tg_module *m = tg_linear_new(2, 3, true);
     EXPECT_ERROR(tg_module_save(m, "ck") == -1,
-                 "tg_module_save: cannot write weight: cannot open "
-                 "'ck/weight.npy' for writing: Is a directory");
+                 "tg_module_save: cannot write weight: 'ck/weight.npy' "
+                 "exists and is a folder");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_write_file,
+           "a tensor's file cannot be written (the disk is full)")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_WRITE, 0, ENOSPC, false, -1);
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: cannot write weight: cannot write "
+                 "'ck/weight.npy': No space left on device");
+    assert_no_leftovers();
+    cr_assert_neq(access("ck", F_OK), 0, "a failed first save made 'ck'");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_make_new_folder,
+           "the folder for the new checkpoint cannot be created")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_CREATE, 0, EACCES, false, -1);
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: cannot create a folder beside 'ck' for the "
+                 "new checkpoint: Permission denied");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_flush_new_folder,
+           "the new checkpoint's folder cannot be flushed to the disk")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_SYNC, 2, EIO, false, -1); // after the two files
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: cannot flush the new checkpoint's folder "
+                 "to the disk: Input/output error");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_swap,
+           "the new checkpoint cannot take the old one's place")
+{
+    scratch_enter();
+    save_linear(true);
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_EXCHANGE, 0, EIO, false, -1);
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: cannot put the new checkpoint in the place "
+                 "of 'ck': Input/output error");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_flush_parent,
+           "the folder holding the checkpoint cannot be flushed")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_SYNC, 3, EIO, false, -1); // 2 files, new, parent
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: the new checkpoint is in 'ck', but its "
+                 "folder cannot be flushed to the disk: Input/output error");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_save, cannot_clear_previous,
+           "after the swap, the previous folder cannot be cleared")
+{
+    scratch_enter();
+    save_linear(true);
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_test_fail_io(TG_IO_REMOVE, 0, EIO, false, -1);
+    int rc = tg_module_save(m, "ck");
+    tg_test_io_off();
+    cr_assert_eq(rc, -1);
+    const char *msg = tg_last_error();
+    const char *start = "tg_module_save: the new checkpoint is in 'ck', but "
+                        "the previous folder's files stay in 'ck.tg-save-";
+    cr_assert(strncmp(msg, start, strlen(start)) == 0, "%s", msg);
+    cr_assert(strstr(msg, "': Input/output error\n"), "%s", msg);
+    /* The table shows the first line with its random suffix as XXXXXX:
+     * the message is recorded again in that form for the comparison. */
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", msg + strlen("tg_module_save: "));
+    memcpy(strstr(shown, ".tg-save-") + 9, "XXXXXX", 6);
+    tg_error("tg_module_save", "%s", shown);
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_save: the new checkpoint is in 'ck', but the "
+                 "previous folder's files stay in 'ck.tg-save-XXXXXX': "
+                 "Input/output error");
     tg_module_free(m);
     scratch_leave();
 }
@@ -1179,29 +1321,33 @@ ERROR_CASE(tg_module_save, out_of_memory, "memory runs out")
     tg_module_free(m);
 }
 
-ERROR_CASE(tg_module_save, out_of_memory_folder_name,
-           "memory runs out copying the folder name")
+ERROR_CASE(tg_module_save, out_of_memory_file_names,
+           "memory runs out making the file names")
 {
     tg_module *m = tg_linear_new(2, 3, true);
     /* the three allocations of listing the tensors come first */
     tg_fail_allocations_after(3);
     int rc = tg_module_save(m, "ck");
     tg_fail_allocations_after(-1);
-    EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for the folder "
-                           "name");
+    EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for the file "
+                           "names");
     tg_module_free(m);
 }
 
-ERROR_CASE(tg_module_save, out_of_memory_file_name,
-           "memory runs out making a file name")
+ERROR_CASE(tg_module_save, out_of_memory_folder_name,
+           "memory runs out copying the folder name")
 {
     tg_module *m = tg_linear_new(2, 3, true);
-    /* listing the tensors (three allocations), then the folder name */
-    tg_fail_allocations_after(4);
-    int rc = tg_module_save(m, "ck");
+    /* listing the tensors (three allocations), then the five names, then
+     * the parent folder to create */
+    scratch_enter();
+    tg_fail_allocations_after(8);
+    int rc = tg_module_save(m, "new/ck");
     tg_fail_allocations_after(-1);
-    EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for a file name");
+    EXPECT_ERROR(rc == -1, "tg_module_save: out of memory for the folder "
+                           "name");
     tg_module_free(m);
+    scratch_leave();
 }
 
 ERROR_CASE(tg_module_save, null_module,
@@ -1224,6 +1370,23 @@ ERROR_CASE(tg_module_load, missing_folder, "the folder does not exist")
     tg_module *m = tg_linear_new(2, 3, true);
     EXPECT_ERROR(tg_module_load(m, "ck") == -1,
                  "tg_module_load: there is no checkpoint folder 'ck'");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_load, interrupted_save,
+           "the folder is missing because a save was interrupted between "
+           "its two renames (file systems without an atomic swap)")
+{
+    scratch_enter();
+    save_linear(true);
+    cr_assert_eq(rename("ck", "ck.tg-old-abc123"), 0);
+    tg_module *m = tg_linear_new(2, 3, true);
+    EXPECT_ERROR(tg_module_load(m, "ck") == -1,
+                 "tg_module_load: there is no checkpoint folder 'ck': a save "
+                 "was interrupted, and the previous checkpoint is in "
+                 "'ck.tg-old-abc123'");
+    cr_assert_eq(tg_module_load(m, "ck.tg-old-abc123"), 0);
     tg_module_free(m);
     scratch_leave();
 }
@@ -1292,6 +1455,21 @@ ERROR_CASE(tg_module_load, out_of_memory, "memory runs out")
     int rc = tg_module_load(m, "ck");
     tg_fail_allocations_after(-1);
     EXPECT_ERROR(rc == -1, "tg_module_load: out of memory for 2 tensors");
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_module_load, out_of_memory_file_name,
+           "memory runs out making a file's name")
+{
+    scratch_enter();
+    save_linear(true);
+    tg_module *m = tg_linear_new(2, 3, true);
+    /* the tensors' list (three allocations), then the list of loaded ones */
+    tg_fail_allocations_after(4);
+    int rc = tg_module_load(m, "ck");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_module_load: out of memory for a file name");
     tg_module_free(m);
     scratch_leave();
 }

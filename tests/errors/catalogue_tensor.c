@@ -16,10 +16,12 @@
 
 #include "catalogue.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ helpers */
@@ -118,6 +120,7 @@ NEVER_FAILS(tg_reset_peak_bytes, "stores a count");
 NEVER_FAILS(tg_empty_cache, "frees what it keeps");
 NEVER_FAILS(tg_fail_allocations_after,
             "any n is a setting (n < 0 switches the hook off)");
+NEVER_FAILS(tg_set_io_hook, "installs the hook it is given (NULL: none)");
 
 /* ---- create ---- */
 
@@ -924,6 +927,143 @@ ERROR_CASE(tg_save_npy, write_fails,
     tg_release(x);
     leave_temp_dir(dir, "x.npy");
 }
+
+ERROR_CASE(tg_save_npy, special_file,
+           "the path is a device, a FIFO or a folder, which a rename would "
+           "remove")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    cr_assert_eq(mkfifo("p.npy", 0666), 0);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    EXPECT_ERROR(tg_save_npy("p.npy", x) == -1,
+                 "tg_save_npy: 'p.npy' exists and is not a regular file but "
+                 "a FIFO (named pipe)");
+    struct stat st;
+    cr_assert_eq(lstat("p.npy", &st), 0);
+    cr_assert(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    tg_release(x);
+    leave_temp_dir(dir, "p.npy");
+}
+
+ERROR_CASE(tg_save_npy, dangling_link, "the path is a link to nothing")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    cr_assert_eq(symlink("nowhere.npy", "x.npy"), 0);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    EXPECT_ERROR(tg_save_npy("x.npy", x) == -1,
+                 "tg_save_npy: 'x.npy' is a symbolic link to nothing");
+    struct stat st;
+    cr_assert_eq(lstat("x.npy", &st), 0);
+    cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+    tg_release(x);
+    leave_temp_dir(dir, "x.npy");
+}
+
+ERROR_CASE(tg_save_npy, no_free_name,
+           "every temporary name tried beside the file is taken")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    /* The hook answers EEXIST to every creation, as if each name met a
+     * file of another process. */
+    tg_test_fail_io(TG_IO_CREATE, TG_TEST_IO_EVERY, EEXIST, false, -1);
+    int rc = tg_save_npy("x.npy", x);
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_save_npy: cannot find a free temporary name beside "
+                 "'x.npy'");
+    tg_release(x);
+    leave_temp_dir(dir, NULL);
+}
+
+ERROR_CASE(tg_save_npy, cannot_rename,
+           "the new file cannot be renamed over the old one")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    tg_test_fail_io(TG_IO_RENAME, 0, EIO, false, -1);
+    int rc = tg_save_npy("x.npy", x);
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_save_npy: cannot rename the new file into place as "
+                 "'x.npy': Input/output error");
+    tg_release(x);
+    leave_temp_dir(dir, NULL); // rmdir: the temporary file is gone too
+}
+
+ERROR_CASE(tg_save_npy, cannot_flush_folder,
+           "the folder cannot be flushed after the rename")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    tg_test_fail_io(TG_IO_SYNC, 1, EIO, false, -1); // the file's, then ".'s
+    int rc = tg_save_npy("x.npy", x);
+    tg_test_io_off();
+    EXPECT_ERROR(rc == -1,
+                 "tg_save_npy: wrote 'x.npy', but cannot flush its folder to "
+                 "the disk: Input/output error");
+    tg_release(x);
+    leave_temp_dir(dir, "x.npy");
+}
+
+ERROR_CASE(tg_save_npy, out_of_memory, "memory runs out")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    tg_fail_allocations_after(0);
+    int rc = tg_save_npy("x.npy", x);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_save_npy: out of memory for a file name");
+    tg_release(x);
+    leave_temp_dir(dir, NULL);
+}
+
+ERROR_CASE(tg_save_npy, out_of_memory_temporary_name,
+           "memory runs out making the temporary file's name")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    tg_fail_allocations_after(1);
+    int rc = tg_save_npy("x.npy", x);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1,
+                 "tg_save_npy: out of memory for the temporary file's name");
+    tg_release(x);
+    leave_temp_dir(dir, NULL);
+}
+
+ERROR_CASE(tg_save_npy, out_of_memory_writing,
+           "memory runs out copying a non-contiguous tensor to write it")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    tg_tensor *a = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    tg_tensor *x = tg_transpose(a, 0, 1);
+    tg_fail_allocations_after(3); // the three names, then the copy
+    int rc = tg_save_npy("x.npy", x);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_save_npy: out of memory writing 'x.npy'");
+    tg_release(x);
+    tg_release(a);
+    leave_temp_dir(dir, NULL);
+}
+
+ERROR_NOT_TRIGGERED(tg_save_npy, "tg_save_npy: cannot follow the link '%s': %s",
+                    "the link was followed by stat() a moment before; only "
+                    "a race with another process can break it");
+ERROR_NOT_TRIGGERED(tg_save_npy,
+                    "tg_save_npy: cannot give the new '%s' the old one's "
+                    "permissions: %s",
+                    "chmod of a file this process has just created, to "
+                    "permissions the same user's file has, does not fail "
+                    "short of a race");
 
 ERROR_CASE(tg_save_npy, null_tensor, "x is NULL (an earlier call failed)")
 {

@@ -198,6 +198,8 @@ static struct {
     int err;         // its errno
     bool crash;      // end the process instead of failing the step
     long bytes_left; // writes beyond this many bytes fail; -1: no limit
+    int also_step;   // a kind of step that always fails, or -1
+    int also_err;    // with this errno
     long seen;       // steps of that kind seen so far
     long all;        // steps of any kind seen so far
 } io_fault;
@@ -213,6 +215,8 @@ static int io_fault_hook(tg_io_step step, const char *path, size_t *nbytes,
             *nbytes = (size_t)io_fault.bytes_left; // 0 fails with ENOSPC
         io_fault.bytes_left -= (long)*nbytes;
     }
+    if ((int)step == io_fault.also_step)
+        return io_fault.also_err;
     if (io_fault.step >= 0 && (int)step != io_fault.step)
         return 0;
     if (io_fault.seen++ != io_fault.n && io_fault.n != TG_TEST_IO_EVERY)
@@ -229,9 +233,16 @@ void tg_test_fail_io(int step, long n, int err, bool crash, long bytes_left)
     io_fault.err = err;
     io_fault.crash = crash;
     io_fault.bytes_left = bytes_left;
+    io_fault.also_step = -1;
     io_fault.seen = 0;
     io_fault.all = 0;
     tg_set_io_hook(io_fault_hook, NULL);
+}
+
+void tg_test_fail_io_also(int step, int err)
+{
+    io_fault.also_step = step;
+    io_fault.also_err = err;
 }
 
 void tg_test_io_off(void)

@@ -92,6 +92,9 @@ void tg_test_check_ref(tg_tensor *actual, const char *name, double rtol,
  * n = TG_TEST_IO_EVERY fails every step of that kind. */
 #define TG_TEST_IO_EVERY (-2L)
 void tg_test_fail_io(int step, long n, int err, bool crash, long bytes_left);
+/* Besides that, every step of kind `step` fails with err (e.g. the swap
+ * refused with EINVAL, as where the file system cannot swap folders). */
+void tg_test_fail_io_also(int step, int err);
 void tg_test_io_off(void);
 long tg_test_io_steps(void);
 

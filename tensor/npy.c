@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -470,6 +471,13 @@ static bool parse_size(npy_parser *ps, npy_shape *s, int64_t *out)
         syntax_error(ps, "a size (a non-negative integer) in 'shape'");
         return false;
     }
+    /* Python refuses 007 ("leading zeros in decimal integer literals are
+     * not permitted"), and so does NumPy's header reader. */
+    if (*ps->p == '0' && ps->p + 1 < ps->end && ps->p[1] >= '0' &&
+        ps->p[1] <= '9') {
+        syntax_error(ps, "a size without leading zeros in 'shape'");
+        return false;
+    }
     uint64_t v = 0;
     bool too_big = false;
     while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
@@ -662,30 +670,41 @@ static bool descr_dtype(const npy_parser *ps, const char *descr,
     return false;
 }
 
-static tg_tensor *npy_parse(const char *fn, const void *bytes,
-                            size_t nbytes, const char *name)
+/* What the header says of the array that follows it. */
+typedef struct npy_layout {
+    tg_dtype dtype;
+    int ndim;
+    int64_t dims[TG_MAX_DIMS]; // (ndim,)
+    size_t data_at;            // the first byte of the data
+    uint64_t data_bytes;       // numel * itemsize
+} npy_layout;
+
+/* Headers longer than this are refused when reading a file (NumPy writes
+ * them under 200 bytes; np.load refuses more than 10,000 by default). */
+#define NPY_HEADER_MAX 65536
+
+/* Reads and checks the preamble and the header dict of a .npy file of
+ * nbytes bytes of which the first `have` are in b (have >= min(nbytes,
+ * NPY_HEADER_MAX + 12)), including that the data is exactly what the
+ * shape needs. false with an error naming the file. */
+static bool npy_parse_header(const char *fn, const unsigned char *b,
+                             size_t have, uint64_t nbytes, const char *name,
+                             npy_layout *out)
 {
     npy_parser ps = {fn, name ? name : "(memory)", NULL, NULL, NULL};
-    const unsigned char *b = bytes;
-    if (!bytes && nbytes > 0) {
-        tg_error(fn, "bytes is NULL but nbytes is %zu\n"
-                     "  rule: pass the address of nbytes bytes",
-                 nbytes);
-        return NULL;
-    }
 
     /* Magic. A file cut inside it is reported as truncated below. */
     if (nbytes == 0) {
         npy_error(&ps, "the file is empty\n"
                        "  rule: a .npy file starts with the 6 bytes "
                        "\"\\x93NUMPY\"");
-        return NULL;
+        return false;
     }
-    size_t have = nbytes < NPY_MAGIC_LEN ? nbytes : NPY_MAGIC_LEN;
-    if (memcmp(b, NPY_MAGIC, have) != 0) {
+    size_t magic = nbytes < NPY_MAGIC_LEN ? (size_t)nbytes : NPY_MAGIC_LEN;
+    if (memcmp(b, NPY_MAGIC, magic) != 0) {
         char found[NPY_MAGIC_LEN * 6 + 1] = "";
         size_t k = 0;
-        for (size_t i = 0; i < have; i++) {
+        for (size_t i = 0; i < magic; i++) {
             char one[8];
             show_byte(b[i], one);
             /* 'a' -> a, '\x93' -> \x93: drop the quotes. */
@@ -701,16 +720,16 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   "  hint: write it with numpy.save (np.savez makes a .npz "
                   "archive, np.savetxt a text file)",
                   found);
-        return NULL;
+        return false;
     }
     if (nbytes < 8) {
         npy_error(&ps,
-                  "the file ends after %zu bytes, inside the magic and "
+                  "the file ends after %llu bytes, inside the magic and "
                   "version\n"
                   "  rule: the header needs at least 10 bytes before the "
                   "dict",
-                  nbytes);
-        return NULL;
+                  (unsigned long long)nbytes);
+        return false;
     }
 
     /* Version and header length. */
@@ -722,30 +741,39 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   "  hint: np.save writes version 1.0 whenever the header "
                   "fits",
                   major, minor);
-        return NULL;
+        return false;
     }
     size_t preamble = major == 1 ? 10 : 12;
     if (nbytes < preamble) {
         npy_error(&ps,
-                  "the file ends after %zu bytes, inside the header "
+                  "the file ends after %llu bytes, inside the header "
                   "length\n"
                   "  rule: version %u.0 has a %zu-byte preamble before the "
                   "dict",
-                  nbytes, major, preamble);
-        return NULL;
+                  (unsigned long long)nbytes, major, preamble);
+        return false;
     }
     uint64_t hlen = (uint64_t)b[8] | (uint64_t)b[9] << 8;
     if (major > 1)
         hlen |= (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24;
     if (hlen > nbytes - preamble) {
         npy_error(&ps,
-                  "the header length field says %llu bytes but only %zu "
+                  "the header length field says %llu bytes but only %llu "
                   "bytes follow it\n"
                   "  rule: the header must fit in the file\n"
                   "  hint: the file was cut short, or the length field "
                   "is wrong",
-                  (unsigned long long)hlen, nbytes - preamble);
-        return NULL;
+                  (unsigned long long)hlen,
+                  (unsigned long long)(nbytes - preamble));
+        return false;
+    }
+    if (hlen > have - preamble) {
+        npy_error(&ps,
+                  "the header is %llu bytes long\n"
+                  "  rule: tapegrad reads headers of at most %d bytes "
+                  "(numpy.save writes under 200)",
+                  (unsigned long long)hlen, NPY_HEADER_MAX);
+        return false;
     }
 
     /* The dict. */
@@ -753,10 +781,10 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
     ps.begin = ps.p = b + preamble;
     ps.end = ps.begin + hlen;
     if (!parse_dict(&ps, &h))
-        return NULL;
+        return false;
     tg_dtype dtype;
     if (!descr_dtype(&ps, h.descr, &dtype))
-        return NULL;
+        return false;
     npy_shape *s = &h.shape;
     if (h.fortran_order) {
         npy_error(&ps,
@@ -764,7 +792,7 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   "True)\n"
                   "  rule: tapegrad reads C-order arrays only\n"
                   "  hint: in NumPy, np.save(path, np.ascontiguousarray(a))");
-        return NULL;
+        return false;
     }
     if (s->ndim > TG_MAX_DIMS) {
         npy_error(&ps,
@@ -772,7 +800,7 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   "  rule: a tensor has at most %d dims",
                   shape_text_len(s), (const char *)s->text, s->ndim,
                   TG_MAX_DIMS);
-        return NULL;
+        return false;
     }
     if (s->bad_dim >= 0) {
         npy_error(&ps,
@@ -780,7 +808,7 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   "  rule: sizes are integers in [0, 2^63)",
                   shape_text_len(s), (const char *)s->text, s->bad_dim,
                   s->bad_negative ? "is negative" : "overflows int64");
-        return NULL;
+        return false;
     }
     /* The product of the sizes, with zeros counted as 1 so that the
      * strides stay in range too. */
@@ -793,7 +821,7 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                       "  rule: a tensor has fewer than 2^59 elements "
                       "(zero sizes counted as 1)",
                       shape_text_len(s), (const char *)s->text);
-            return NULL;
+            return false;
         }
         bound *= size;
         numel *= s->dims[d];
@@ -817,15 +845,37 @@ static tg_tensor *npy_parse(const char *fn, const void *bytes,
                   got < want ? "the file is truncated"
                              : "the file has extra bytes after the data "
                                "(two arrays in one file?)");
+        return false;
+    }
+    out->dtype = dtype;
+    out->ndim = s->ndim;
+    memcpy(out->dims, s->dims, sizeof s->dims);
+    out->data_at = data_at;
+    out->data_bytes = want;
+    return true;
+}
+
+static tg_tensor *npy_parse(const char *fn, const void *bytes,
+                            size_t nbytes, const char *name)
+{
+    if (!bytes && nbytes > 0) {
+        tg_error(fn, "bytes is NULL but nbytes is %zu\n"
+                     "  rule: pass the address of nbytes bytes",
+                 nbytes);
         return NULL;
     }
-    tg_tensor *t = tg_alloc(s->dims, s->ndim, dtype);
+    npy_layout L;
+    if (!npy_parse_header(fn, bytes, nbytes, nbytes, name, &L))
+        return NULL;
+    tg_tensor *t = tg_alloc(L.dims, L.ndim, L.dtype);
     if (!t)
         return NULL;
-    if (want > 0) {
-        memcpy(t->storage->data, b + data_at, (size_t)want);
+    if (L.data_bytes > 0) {
+        memcpy(t->storage->data, (const unsigned char *)bytes + L.data_at,
+               (size_t)L.data_bytes);
         if (!host_is_little_endian())
-            swap_elements(t->storage->data, (size_t)numel, itemsize);
+            swap_elements(t->storage->data, (size_t)t->numel,
+                          tg_dtype_size(L.dtype));
     }
     return t;
 }
@@ -837,6 +887,31 @@ tg_tensor *tg_npy_parse(const void *bytes, size_t nbytes, const char *name)
 
 /* ----------------------------------------------------------------- load */
 
+/* Reads exactly n bytes at the file's current position: 0, or -1 with
+ * errno set (EIO when the file ends first). */
+static int read_exactly(int fd, void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        size_t chunk = n < ((size_t)1 << 30) ? n : (size_t)1 << 30;
+        ssize_t k = read(fd, p, chunk);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k == 0)
+                errno = EIO; // shorter than fstat said: it is changing
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* The file's header is read and checked first; then exactly the bytes it
+ * announces go straight into the new tensor, so a file whose size
+ * disagrees is refused before anything is allocated for it, and the peak
+ * memory is the tensor plus the header. */
 tg_tensor *tg_load_npy(const char *path)
 {
     static const char *fn = "tg_load_npy";
@@ -845,8 +920,9 @@ tg_tensor *tg_load_npy(const char *path)
                      "  rule: pass the name of a .npy file");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         int err = errno;
         tg_error(fn,
                  "cannot open '%s': %s\n"
@@ -854,38 +930,52 @@ tg_tensor *tg_load_npy(const char *path)
                  path, strerror(err));
         return NULL;
     }
-    /* Read everything (works for pipes too), doubling the buffer. */
-    size_t cap = 4096, n = 0;
-    unsigned char *buf = tg_malloc(cap);
-    bool ok = buf != NULL;
-    while (ok) {
-        if (n == cap) {
-            unsigned char *bigger = cap <= SIZE_MAX / 2
-                                        ? tg_realloc(buf, cap * 2)
-                                        : NULL;
-            if (!bigger) {
-                ok = false;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (k == 0)
-            break;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        tg_error(fn,
+                 "cannot read '%s': it is %s, not a regular file\n"
+                 "  rule: a .npy file is a regular file (a link to one is "
+                 "followed)\n"
+                 "  hint: is the path right? devices, FIFOs and folders are "
+                 "refused so that a load can neither block nor read "
+                 "forever",
+                 path, tg_file_kind((unsigned)st.st_mode));
+        return NULL;
     }
-    bool read_error = ferror(f) != 0;
-    fclose(f);
-    if (!ok || read_error) {
-        free(buf);
+    uint64_t nbytes = (uint64_t)st.st_size;
+    size_t have = nbytes < NPY_HEADER_MAX + 12 ? (size_t)nbytes
+                                               : NPY_HEADER_MAX + 12;
+    unsigned char *head = tg_malloc(have > 0 ? have : 1);
+    const char *why = NULL;
+    tg_tensor *t = NULL;
+    npy_layout L;
+    if (!head)
+        why = "out of memory";
+    else if (read_exactly(fd, head, have) != 0)
+        why = strerror(errno);
+    else if (npy_parse_header(fn, head, have, nbytes, path, &L) &&
+             (t = tg_alloc(L.dims, L.ndim, L.dtype)) != NULL) {
+        /* The header's read may have taken the first data bytes too. */
+        unsigned char *data = t->storage->data;
+        size_t got = have - L.data_at;
+        if (got > L.data_bytes)
+            got = (size_t)L.data_bytes;
+        memcpy(data, head + L.data_at, got);
+        if (read_exactly(fd, data + got, (size_t)L.data_bytes - got) != 0) {
+            why = strerror(errno);
+            tg_release(t);
+            t = NULL;
+        } else if (!host_is_little_endian()) {
+            swap_elements(data, (size_t)t->numel, tg_dtype_size(L.dtype));
+        }
+    }
+    close(fd);
+    free(head);
+    if (why)
         tg_error(fn,
                  "cannot read '%s': %s\n"
                  "  rule: the whole file must be readable into memory",
-                 path, read_error ? "read error" : "out of memory");
-        return NULL;
-    }
-    tg_tensor *t = npy_parse(fn, buf, n, path);
-    free(buf);
+                 path, why);
     return t;
 }

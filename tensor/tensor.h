@@ -161,7 +161,8 @@ int64_t tg_fail_allocations_after(int64_t n);
  * ...) to make it fail as the system would; for a write it may also lower
  * nbytes, which writes only that much (a disk filling up part-way). A hook
  * that ends the process (_exit) simulates a crash at that step. NULL
- * switches it off (the default). Other threads are not affected. */
+ * switches it off (the default). Other threads are not affected. ctx
+ * borrowed: it is passed to the hook as it is. */
 typedef enum tg_io_step {
     TG_IO_CREATE,   // a new file or folder (path: its name)
     TG_IO_WRITE,    // bytes into a file (nbytes: how many)

@@ -1082,10 +1082,31 @@ ERROR_CASE(tg_load_npy, missing_file, "the file does not exist")
                  "or directory");
 }
 
-ERROR_CASE(tg_load_npy, read_error, "the path cannot be read (a folder)")
+ERROR_CASE(tg_load_npy, read_error,
+           "the path is a folder, a FIFO or a device, not a regular file")
 {
     EXPECT_ERROR(tg_load_npy("/") == NULL,
-                 "tg_load_npy: cannot read '/': read error");
+                 "tg_load_npy: cannot read '/': it is a folder, not a "
+                 "regular file");
+}
+
+ERROR_CASE(tg_load_npy, header_too_long,
+           "the header is longer than 65536 bytes")
+{
+    char dir[32];
+    enter_temp_dir(dir);
+    /* Version 2.0 (a 4-byte header length) with a 70,000-byte header. */
+    static unsigned char buf[70016];
+    memcpy(buf, "\x93NUMPY\x02\x00", 8);
+    uint32_t hlen = 70000;
+    for (int i = 0; i < 4; i++)
+        buf[8 + i] = (unsigned char)(hlen >> (8 * i));
+    memset(buf + 12, ' ', hlen);
+    write_file("x.npy", buf, 12 + hlen);
+    EXPECT_ERROR(tg_load_npy("x.npy") == NULL,
+                 "tg_load_npy: cannot load 'x.npy': the header is 70000 "
+                 "bytes long");
+    leave_temp_dir(dir, "x.npy");
 }
 
 ERROR_CASE(tg_load_npy, out_of_memory, "memory runs out")
@@ -1311,6 +1332,19 @@ ERROR_CASE(tg_npy_parse, too_many_dims, "the shape has more than 8 dims")
                             "'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 4);
     EXPECT_ERROR(x == NULL, "tg_npy_parse: cannot load 'm.npy': the shape "
                             "(1, 1, 1, 1, 1, 1, 1, 1, 1) has 9 dims");
+}
+
+ERROR_CASE(tg_npy_parse, leading_zeros,
+           "a size in the shape has leading zeros, which Python refuses")
+{
+    const char dict[] = "{'descr': '<f4', 'fortran_order': False, "
+                        "'shape': (0002, 3), }";
+    unsigned char buf[256];
+    size_t n = npy_bytes(buf, 1, dict, 24);
+    EXPECT_ERROR(tg_npy_parse(buf, n, "m.npy") == NULL,
+                 "tg_npy_parse: cannot load 'm.npy': the header is not a "
+                 "valid dict: expected a size without leading zeros in "
+                 "'shape' at byte 51 of the header, found '0'");
 }
 
 ERROR_CASE(tg_npy_parse, negative_size, "a size in the shape is negative")

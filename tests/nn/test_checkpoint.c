@@ -726,3 +726,23 @@ TG_TEST(checkpoint, argument_errors)
     tg_module_free(m);
     drop_folder(dir);
 }
+
+/* A FIFO in place of a tensor's file is refused at once (the load used to
+ * wait for a writer forever), and nothing is copied. */
+TG_TEST(checkpoint, fifo_in_the_folder_is_refused)
+{
+    char *dir = temp_folder();
+    tg_module *m = tg_linear_new(2, 3, true);
+    cr_assert_eq(tg_module_save(m, dir), 0);
+    char *path = join(dir, "bias.npy");
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkfifo(path, 0666), 0);
+    alarm(10); // a blocked load ends the test process
+    cr_assert_eq(tg_module_load(m, dir), -1);
+    alarm(0);
+    tg_assert_error("tg_module_load: cannot read bias: cannot read '",
+                    "bias.npy': it is a FIFO (named pipe), not a regular "
+                    "file");
+    tg_module_free(m);
+    drop_folder(dir);
+}

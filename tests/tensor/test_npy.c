@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- helpers */
@@ -708,4 +709,74 @@ TG_TEST(npy, damaged_files_never_crash)
             tg_release(t);
         }
     }
+}
+
+/* ----------------------------------------------- files that are not files */
+
+/* A load must neither block on a FIFO nor read a device forever: an alarm
+ * ends the test process if it does. */
+TG_TEST(npy, special_files_are_refused_at_once)
+{
+    char dir[] = "/tmp/tg_npy_special_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char fifo[64], zero[64], folder[64];
+    snprintf(fifo, sizeof fifo, "%s/fifo.npy", dir);
+    snprintf(zero, sizeof zero, "%s/zero.npy", dir);
+    snprintf(folder, sizeof folder, "%s/folder.npy", dir);
+    cr_assert_eq(mkfifo(fifo, 0666), 0);
+    cr_assert_eq(symlink("/dev/zero", zero), 0);
+    cr_assert_eq(mkdir(folder, 0777), 0);
+    alarm(10);
+    cr_assert_null(tg_load_npy(fifo));
+    tg_assert_error("tg_load_npy: cannot read '", "fifo.npy': it is a FIFO "
+                    "(named pipe), not a regular file");
+    cr_assert_null(tg_load_npy(zero)); // the link is followed: a device
+    tg_assert_error("zero.npy': it is a character device, not a regular "
+                    "file");
+    cr_assert_null(tg_load_npy(folder));
+    tg_assert_error("folder.npy': it is a folder, not a regular file");
+    alarm(0);
+    unlink(fifo);
+    unlink(zero);
+    rmdir(folder);
+    rmdir(dir);
+}
+
+/* A file longer or shorter than its header announces is refused, and a
+ * file whose header claims a huge array is refused before anything is
+ * allocated for it (the live bytes stay where they were). */
+TG_TEST(npy, size_must_match_the_header)
+{
+    char path[] = "/tmp/tg_npy_size_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    tg_tensor *x = tg_arange(0, 6, 1, TG_FLOAT32);
+    cr_assert_eq(tg_save_npy(path, x), 0);
+    FILE *f = fopen(path, "ab");
+    fputc(0, f); // one byte too many
+    fclose(f);
+    cr_assert_null(tg_load_npy(path));
+    tg_assert_error("the data is 25 bytes, but shape (6,) of '<f4' needs 24");
+    cr_assert_eq(truncate(path, 128 + 20), 0); // four bytes too few
+    cr_assert_null(tg_load_npy(path));
+    tg_assert_error("the data is 20 bytes, but shape (6,) of '<f4' needs 24");
+    /* A header announcing 2^40 float64s over 24 bytes of data. */
+    char head[129];
+    memcpy(head, "\x93NUMPY\x01\x00\x76\x00", 10); // version 1.0, 118
+    snprintf(head + 10, sizeof head - 10, "%-117s\n",
+             "{'descr': '<f8', 'fortran_order': False, "
+             "'shape': (1099511627776,), }");
+    f = fopen(path, "wb");
+    fwrite(head, 1, 128, f);
+    fwrite(head, 1, 24, f);
+    fclose(f);
+    tg_reset_peak_bytes();
+    int64_t before = tg_live_bytes();
+    cr_assert_null(tg_load_npy(path));
+    tg_assert_error("the data is 24 bytes, but shape (1099511627776,) of "
+                    "'<f8' needs 8796093022208");
+    cr_assert_eq(tg_peak_bytes(), before, "a tensor was allocated");
+    tg_release(x);
+    unlink(path);
 }

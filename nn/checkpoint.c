@@ -63,8 +63,9 @@
 
 /* The parameters then the buffers of m, as one malloc'd list in *out (the
  * caller frees it); returns how many, or -1 with an error naming fn. Every
- * name must make a file name: no '/', and no two tensors under one name
- * (names nested past TG_NAME_MAX are cut and could meet). */
+ * name makes a file name (registration refuses '/' and control
+ * characters), but no two tensors may share one (names nested past
+ * TG_NAME_MAX are cut and could meet). */
 static int list_tensors(const char *fn, const tg_module *m,
                         tg_named_tensor **out)
 {
@@ -85,17 +86,6 @@ static int list_tensors(const char *fn, const tg_module *m,
         return -1;
     }
     for (int i = 0; i < np + nb; i++) {
-        if (strchr(items[i].name, '/')) {
-            tg_error(fn,
-                     "the tensor \"%s\" cannot be saved as a file: its name "
-                     "has a '/'\n"
-                     "  rule: each tensor becomes <dir>/<dotted name>.npy, "
-                     "so names must be file names\n"
-                     "  hint: register it under a name without '/'",
-                     items[i].name);
-            free(items);
-            return -1;
-        }
         for (int j = 0; j < i; j++)
             if (strcmp(items[i].name, items[j].name) == 0) {
                 tg_error(fn,
@@ -683,10 +673,13 @@ int tg_module_load(tg_module *m, const char *dir)
         ok++;
     int rc = ok == n ? 0 : -1;
     if (rc == 0) {
-        tg_no_grad_begin();
-        for (int i = 0; i < n && rc == 0; i++)
-            rc = tg_copy_(items[i].tensor, loaded[i]); // same shape, dtype
-        tg_no_grad_end();
+        /* Each loaded tensor is fresh and of the module tensor's shape and
+         * dtype, and modules hold no expanded views: the copies need no
+         * memory and cannot fail, so they all happen. */
+        for (int i = 0; i < n; i++) {
+            tg_copy_unchecked(items[i].tensor, loaded[i]);
+            items[i].tensor->storage->version++;
+        }
     }
     for (int i = 0; i < n; i++)
         tg_release(loaded[i]);

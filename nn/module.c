@@ -114,12 +114,17 @@ static slot *find_slot(const tg_module *m, const char *name, size_t len)
 static slot *add_slot(const char *fn, tg_module *m, slot_kind kind,
                       const char *name)
 {
-    if (!name || !name[0] || strchr(name, '.') ||
+    bool odd = false; // a character a file name cannot hold
+    for (const char *c = name; c && *c && !odd; c++)
+        odd = *c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f;
+    if (!name || !name[0] || strchr(name, '.') || odd ||
         strlen(name) >= TG_NAME_MAX / 4) {
         tg_error(fn,
                  "invalid %s name \"%s\"\n"
-                 "  rule: a name is non-empty, shorter than %d characters "
-                 "and has no '.' (dots join the names of nested modules)",
+                 "  rule: a name is non-empty, shorter than %d characters, "
+                 "has no '.' (dots join the names of nested modules) and "
+                 "no '/' or control character (a checkpoint saves each "
+                 "tensor as <dotted name>.npy)",
                  kind_names[kind], name ? name : "(null)", TG_NAME_MAX / 4);
         return NULL;
     }
@@ -142,6 +147,26 @@ static slot *add_slot(const char *fn, tg_module *m, slot_kind kind,
     s->kind = kind;
     strcpy(s->name, name);
     return s;
+}
+
+/* Parameters and buffers are written in place, element by element (a
+ * step, a load, running statistics): an expanded view, whose elements
+ * share memory, cannot be. */
+static bool refuse_expanded(const char *fn, const char *kind,
+                            const char *name, const tg_tensor *t)
+{
+    int d = tg_expanded_dim(t);
+    if (d < 0)
+        return false;
+    char s[TG_SHAPE_STR_MAX];
+    tg_error(fn,
+             "%s \"%s\" is an expanded view of shape %s (dim %d has "
+             "stride 0)\n"
+             "  rule: a %s is written in place element by element, and the "
+             "elements of an expanded view share memory\n"
+             "  hint: register tg_contiguous(t)",
+             kind, name ? name : "(null)", tg_shape_str(t, s), d, kind);
+    return true;
 }
 
 int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t)
@@ -167,6 +192,8 @@ int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t)
                  name ? name : "(null)", tg_grad_fn_name(t));
         return -1;
     }
+    if (refuse_expanded("tg_module_add_parameter", "parameter", name, t))
+        return -1;
     slot *s = add_slot("tg_module_add_parameter", m, SLOT_PARAMETER, name);
     if (!s || tg_set_requires_grad(t, true) < 0) {
         if (s)
@@ -191,6 +218,8 @@ int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
                  name ? name : "(null)");
         return -1;
     }
+    if (refuse_expanded("tg_module_add_buffer", "buffer", name, t))
+        return -1;
     slot *s = add_slot("tg_module_add_buffer", m, SLOT_BUFFER, name);
     if (!s)
         return -1;

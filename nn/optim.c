@@ -287,6 +287,18 @@ static int add_parameter(const char *fn, tg_optimizer *opt, tg_tensor *p,
                  tg_shape_str(p, s));
         return -1;
     }
+    int d = tg_expanded_dim(p);
+    if (d >= 0) {
+        tg_error(fn,
+                 "cannot optimise an expanded view of shape %s (dim %d has "
+                 "stride 0)\n"
+                 "  rule: a step writes each element of a parameter, and "
+                 "the elements of an expanded view share memory\n"
+                 "  hint: optimise tg_contiguous(p) made a leaf, or the "
+                 "tensor it was expanded from",
+                 tg_shape_str(p, s), d);
+        return -1;
+    }
     for (int i = 0; i < opt->n; i++)
         if (opt->slots[i].param == p)
             return 0; // already there: stepped once
@@ -590,10 +602,10 @@ int tg_optimizer_step(tg_optimizer *opt)
             continue;
         }
         update(opt, s, s->param_work);
-        tg_no_grad_begin(); // tg_copy_ refuses leaves that need grad
-        int rc = tg_copy_(s->param, s->param_work); // bumps the version
-        tg_no_grad_end();
-        (void)rc; // same shape and dtype: cannot fail
+        /* A fresh contiguous copy into a parameter that is not expanded
+         * (add_parameter refuses those): no memory, no failure. */
+        tg_copy_unchecked(s->param, s->param_work);
+        s->param->storage->version++;
     }
     release_work(opt);
     opt->steps++;

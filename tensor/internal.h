@@ -275,6 +275,11 @@ bool tg_write_allowed(const char *fn, const tg_tensor *x);
  * PyTorch refuses them. One element (tg_set) may be written: PyTorch's
  * e[0, 3] = 7 also sets the whole expanded row. */
 bool tg_write_all_allowed(const char *fn, const tg_tensor *x);
+/* dst <- src, element by element with dtype conversion, where src
+ * broadcasts to dst's shape, dst is not expanded and the two do not
+ * overlap: needs no memory and cannot fail (the last step of an update
+ * that must not stop half way relies on it). The version is not bumped. */
+void tg_copy_unchecked(tg_tensor *dst, const tg_tensor *src);
 /* The first dim of size > 1 with stride 0 (an expanded view: writing or
  * perturbing one of its elements changes the others along that dim too),
  * or -1. */

@@ -741,7 +741,7 @@ static void cast_loop(char **data, const int64_t *st, int64_t n, void *ctx)
 }
 
 /* dst <- src, src already known to broadcast to dst's shape. */
-static void copy_unchecked(tg_tensor *dst, const tg_tensor *src)
+void tg_copy_unchecked(tg_tensor *dst, const tg_tensor *src)
 {
     tg_iter it;
     tg_tensor *ops[2] = {dst, (tg_tensor *)src};
@@ -771,7 +771,7 @@ int tg_fill_(tg_tensor *x, double value)
     tg_tensor v = {.dtype = x->dtype, .numel = 1, .storage = &storage,
                    .refcount = 1};
     fill_contiguous(&v, value);
-    copy_unchecked(x, &v);
+    tg_copy_unchecked(x, &v);
     x->storage->version++;
     return 0;
 }
@@ -836,9 +836,9 @@ int tg_copy_(tg_tensor *dst, const tg_tensor *src)
     if (overlaps(dst, src)) {
         if (!(from = tg_alloc(src->shape, src->ndim, src->dtype)))
             return -1;
-        copy_unchecked(from, src);
+        tg_copy_unchecked(from, src);
     }
-    copy_unchecked(dst, from ? from : src);
+    tg_copy_unchecked(dst, from ? from : src);
     tg_release(from);
     dst->storage->version++;
     return 0;
@@ -850,6 +850,6 @@ tg_tensor *tg_contiguous_as(const tg_tensor *x, tg_dtype dtype)
         return tg_retain((tg_tensor *)x);
     tg_tensor *out = tg_alloc(x->shape, x->ndim, dtype);
     if (out)
-        copy_unchecked(out, x);
+        tg_copy_unchecked(out, x);
     return out;
 }

@@ -898,3 +898,20 @@ TG_TEST(optim_errors, wrong_grad_changes_nothing)
     tg_release(b);
     tg_release(c);
 }
+
+/* An expanded leaf used to be accepted, and its step then failed in the
+ * write-back with the error dropped: the step returned 0 and left the
+ * parameter unchanged. It is refused when added. */
+TG_TEST(optim, expanded_leaf_is_refused_when_added)
+{
+    tg_tensor *one = tg_ones(TG_SHAPE(1), TG_FLOAT32);
+    tg_tensor *p = tg_expand(one, TG_SHAPE(3));
+    cr_assert_eq(tg_set_requires_grad(p, true), 0);
+    tg_optimizer *opt = tg_sgd_new(NULL, NULL);
+    cr_assert_eq(tg_optimizer_add_parameter(opt, p), -1);
+    tg_assert_error("tg_optimizer_add_parameter: cannot optimise an expanded "
+                    "view");
+    tg_optimizer_free(opt);
+    tg_release(p);
+    tg_release(one);
+}

@@ -2,10 +2,28 @@
 
 For each case the operands and the product are saved as
 matmul_<case>_a, matmul_<case>_b and matmul_<case>_out. Float32 products
-are computed in float64 from the float32 operands and rounded once, so they
-are the correctly rounded answers (the C kernel sums in double too).
+are computed exactly from the float32 operands and rounded (through
+float64) to float32; float64 products are the exact sums correctly rounded.
+
+No BLAS is used: NumPy's @ on floats calls whichever BLAS the machine has
+(the reference BLAS, OpenBLAS with kernels chosen by the CPU), whose
+summation orders differ in the last bits, and the fixtures must be the
+same bytes on every machine. exact_matmul multiplies Fractions instead.
 """
+from fractions import Fraction
+
 import numpy as np
+
+_to_fraction = np.vectorize(Fraction, otypes=[object])
+_to_float = np.vectorize(float, otypes=[np.float64])
+
+
+def exact_matmul(a, b):
+    """np.matmul(a, b) with the sums done exactly in rational arithmetic
+    (object arrays: NumPy's generic loop, no BLAS), then rounded once to
+    float64."""
+    return _to_float(np.matmul(_to_fraction(np.asarray(a, np.float64)),
+                               _to_fraction(np.asarray(b, np.float64))))
 
 # (case name, shape of a, shape of b, dtype)
 CASES = [
@@ -35,8 +53,7 @@ def generate(save):
         else:
             a = rng.standard_normal(sa).astype(dtype)
             b = rng.standard_normal(sb).astype(dtype)
-            out = np.matmul(a.astype(np.float64),
-                            b.astype(np.float64)).astype(dtype)
+            out = exact_matmul(a, b).astype(dtype)
         save(f"matmul_{name}_a", a)
         save(f"matmul_{name}_b", b)
         save(f"matmul_{name}_out", np.asarray(out, dtype=dtype))

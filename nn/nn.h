@@ -391,6 +391,43 @@ void tg_batches_free(tg_batches *it);
  * in [0, 1]; NaN with an error on bad input. Arguments borrowed. */
 double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels);
 
+/* -------------------------------------------------- Python's random module */
+
+/* random.Random of Python 3, bit for bit: the same seed gives the same
+ * numbers, the same shuffles and so the same data splits as a Python
+ * script (nn/pyrandom.c says how). A separate generator from the
+ * PyTorch-compatible tg_generator, as Python's random is from torch's. */
+typedef struct tg_pyrandom tg_pyrandom;
+/* random.Random(seed): a new generator, which the caller frees with
+ * tg_pyrandom_free(). (A negative Python seed n seeds as -n.) */
+tg_pyrandom *tg_pyrandom_new(uint64_t seed);
+/* r.seed(seed): restarts r as tg_pyrandom_new(seed) starts. r borrowed;
+ * NULL does nothing. */
+void tg_pyrandom_seed(tg_pyrandom *r, uint64_t seed);
+/* Takes ownership of r and frees it. NULL-safe. */
+void tg_pyrandom_free(tg_pyrandom *r);
+/* r.random(): a double in [0, 1) with 53 random bits (NaN for a NULL r).
+ * r borrowed. */
+double tg_pyrandom_random(tg_pyrandom *r);
+/* r.getrandbits(k) for 0 <= k <= 64, into *out. Returns 0, or -1 with an
+ * error (then *out is 0). r borrowed. */
+int tg_pyrandom_getrandbits(tg_pyrandom *r, int k, uint64_t *out);
+/* r.getrandbits(k) for any k >= 0, as (k + 31) / 32 words of 32 bits in
+ * words, the least significant first. Returns 0 or -1; r borrowed. */
+int tg_pyrandom_getrandbits_words(tg_pyrandom *r, int k, uint32_t *words);
+/* r._randbelow(n): an integer in [0, n), n >= 1, into *out. Returns 0 or
+ * -1 (then *out is 0); r borrowed. */
+int tg_pyrandom_randbelow(tg_pyrandom *r, uint64_t n, uint64_t *out);
+/* r.randrange(start, stop), start < stop, and r.randint(a, b), a <= b
+ * (both ends included), into *out. Return 0 or -1 (then *out is 0); r
+ * borrowed. */
+int tg_pyrandom_randrange(tg_pyrandom *r, int64_t start, int64_t stop,
+                          int64_t *out);
+int tg_pyrandom_randint(tg_pyrandom *r, int64_t a, int64_t b, int64_t *out);
+/* r.shuffle(x) on the array base of n elements of size bytes each, in
+ * place (the arguments of qsort). Returns 0 or -1; r borrowed. */
+int tg_pyrandom_shuffle(tg_pyrandom *r, void *base, size_t n, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -428,6 +428,55 @@ int tg_pyrandom_randint(tg_pyrandom *r, int64_t a, int64_t b, int64_t *out);
  * place (the arguments of qsort). Returns 0 or -1; r borrowed. */
 int tg_pyrandom_shuffle(tg_pyrandom *r, void *base, size_t n, size_t size);
 
+/* ------------------------------------------------- words: makemore's data */
+
+/* A list of words from a text file (one word per line, e.g. the names of
+ * data/names.txt) and its vocabulary, and the character data sets of the
+ * makemore lectures made from it (nn/words.c gives the lectures' Python
+ * and the file format). Arguments borrowed. */
+typedef struct tg_words tg_words;
+/* The longest word tg_words_load accepts, in characters. */
+#define TG_WORD_MAX 256
+/* Reads the regular file path: a new word list, which the caller frees
+ * with tg_words_free(), or NULL with an error naming the line and column
+ * of the first problem (an empty line, a byte that is not printable
+ * ASCII, a '.', a word longer than TG_WORD_MAX). A directory, FIFO or
+ * device is refused without being read. The vocabulary is '.' (index 0)
+ * and then the characters of all the words in sorted order: the lectures'
+ * stoi and itos. */
+tg_words *tg_words_load(const char *path);
+/* Takes ownership of w and frees it. NULL-safe. */
+void tg_words_free(tg_words *w);
+/* The number of words (-1 for a NULL w). */
+int64_t tg_words_count(const tg_words *w);
+/* Word i (0 <= i < count) in the current order, borrowed: valid while w
+ * lives. NULL with an error for an i out of range. */
+const char *tg_words_get(const tg_words *w, int64_t i);
+/* The vocabulary as a string, itos[i] = tg_words_vocab(w)[i]: ".abc...z"
+ * for names.txt; its length is the vocabulary size. Borrowed: valid while
+ * w lives. */
+const char *tg_words_vocab(const tg_words *w);
+/* stoi[c]: the index of the character c in the vocabulary ('.' is 0), or
+ * -1 with an error for a character that is not in it. */
+int tg_words_stoi(const tg_words *w, int c);
+/* random.shuffle(words) with r: changes the order of w's words (not its
+ * vocabulary). Returns 0 or -1; r borrowed. */
+int tg_words_shuffle(tg_words *w, tg_pyrandom *r);
+/* The lectures' build_dataset(words[begin:end]) in out: x (N, block_size)
+ * int64 contexts, starting as block_size '.' and sliding one character at
+ * a time, and y (N,) int64, the character that follows each context (then
+ * '.'): N = the characters of the words plus one per word. out receives
+ * new references (release them with tg_dataset_free). Returns 0 or -1. */
+int tg_words_dataset(const tg_words *w, int64_t begin, int64_t end,
+                     int block_size, tg_dataset *out);
+/* The lectures' split: random.seed(seed); random.shuffle(words) on a copy
+ * of w's order (w is unchanged); n1 = int(0.8 * n), n2 = int(0.9 * n);
+ * then train, dev and test are build_dataset of words[:n1], words[n1:n2]
+ * and words[n2:]. train, dev and test receive new references (release
+ * them with tg_dataset_free). Returns 0 or -1. */
+int tg_words_split(const tg_words *w, int block_size, uint64_t seed,
+                   tg_dataset *train, tg_dataset *dev, tg_dataset *test);
+
 #ifdef __cplusplus
 }
 #endif

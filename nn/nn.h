@@ -392,11 +392,12 @@ void tg_batches_free(tg_batches *it);
 double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels);
 
 /* -------------------------------------------------- Python's random module */
-
 /* random.Random of Python 3, bit for bit: the same seed gives the same
  * numbers, the same shuffles and so the same data splits as a Python
- * script (nn/pyrandom.c says how). A separate generator from the
- * PyTorch-compatible tg_generator, as Python's random is from torch's. */
+ * script (nn/pyrandom.c says how). Arguments borrowed. */
+
+/* A generator apart from the PyTorch-compatible tg_generator, as Python's
+ * random is apart from torch's. */
 typedef struct tg_pyrandom tg_pyrandom;
 /* random.Random(seed): a new generator, which the caller frees with
  * tg_pyrandom_free(). (A negative Python seed n seeds as -n.) */
@@ -429,11 +430,12 @@ int tg_pyrandom_randint(tg_pyrandom *r, int64_t a, int64_t b, int64_t *out);
 int tg_pyrandom_shuffle(tg_pyrandom *r, void *base, size_t n, size_t size);
 
 /* ------------------------------------------------- words: makemore's data */
-
 /* A list of words from a text file (one word per line, e.g. the names of
  * data/names.txt) and its vocabulary, and the character data sets of the
  * makemore lectures made from it (nn/words.c gives the lectures' Python
  * and the file format). Arguments borrowed. */
+
+/* A word list: its words in their current order and its vocabulary. */
 typedef struct tg_words tg_words;
 /* The longest word tg_words_load accepts, in characters. */
 #define TG_WORD_MAX 256

@@ -117,7 +117,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;
-        tg_error(fn, "cannot read '%s': %s", path, strerror(err));
+        tg_error(fn, "cannot stat '%s': %s", path, strerror(err));
         close(fd);
         return NULL;
     }
@@ -153,7 +153,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
             continue;
         if (k < 0) {
             int err = errno;
-            tg_error(fn, "cannot read '%s': %s", path, strerror(err));
+            tg_error(fn, "read error on '%s': %s", path, strerror(err));
             free(buf);
             close(fd);
             return NULL;

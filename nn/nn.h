@@ -4,7 +4,7 @@
  * layers Linear, ReLU, Tanh, GELU, Dropout, Sequential, LayerNorm,
  * BatchNorm1d and BatchNorm2d; optimisers (SGD, Adam, AdamW) and
  * learning-rate schedules; checkpoints; seeded toy datasets and shuffled
- * mini-batches. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
+ * mini-batches; Python's random module and the makemore word lists. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
  *
  * A module is an object, not a tensor: it is not reference-counted. The
  * code that makes one frees it with tg_module_free(), which releases its
@@ -338,10 +338,11 @@ int tg_module_load(tg_module *m, const char *dir);
 
 /* ------------------------------------------------------------------- data */
 
-/* A labelled dataset: inputs x (N, D) float32 and int64 labels y (N,).
- * Both are owned by the struct: tg_dataset_free releases them. */
+/* A labelled dataset: inputs x (N, D) float32 (or int64 contexts, for
+ * the word lists below) and int64 labels y (N,). Both are owned by the
+ * struct: tg_dataset_free releases them. */
 typedef struct tg_dataset {
-    tg_tensor *x; // (N, D) float32
+    tg_tensor *x; // (N, D) float32, or (N, block_size) int64
     tg_tensor *y; // (N,) int64
 } tg_dataset;
 /* Takes ownership of d's tensors and releases them; the struct itself is

@@ -4,7 +4,7 @@
  * layers Linear, ReLU, Tanh, GELU, Dropout, Sequential, LayerNorm,
  * BatchNorm1d and BatchNorm2d; optimisers (SGD, Adam, AdamW) and
  * learning-rate schedules; checkpoints; seeded toy datasets and shuffled
- * mini-batches. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
+ * mini-batches; Python's random module and the makemore word lists. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
  *
  * A module is an object, not a tensor: it is not reference-counted. The
  * code that makes one frees it with tg_module_free(), which releases its
@@ -338,10 +338,11 @@ int tg_module_load(tg_module *m, const char *dir);
 
 /* ------------------------------------------------------------------- data */
 
-/* A labelled dataset: inputs x (N, D) float32 and int64 labels y (N,).
- * Both are owned by the struct: tg_dataset_free releases them. */
+/* A labelled dataset: inputs x (N, D) float32 (or int64 contexts, for
+ * the word lists below) and int64 labels y (N,). Both are owned by the
+ * struct: tg_dataset_free releases them. */
 typedef struct tg_dataset {
-    tg_tensor *x; // (N, D) float32
+    tg_tensor *x; // (N, D) float32, or (N, block_size) int64
     tg_tensor *y; // (N,) int64
 } tg_dataset;
 /* Takes ownership of d's tensors and releases them; the struct itself is
@@ -390,6 +391,94 @@ void tg_batches_free(tg_batches *it);
 /* The share of rows of logits (N, C) whose argmax equals the int64 label,
  * in [0, 1]; NaN with an error on bad input. Arguments borrowed. */
 double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels);
+
+/* -------------------------------------------------- Python's random module */
+/* random.Random of Python 3, bit for bit: the same seed gives the same
+ * numbers, the same shuffles and so the same data splits as a Python
+ * script (nn/pyrandom.c says how). Arguments borrowed. */
+
+/* A generator apart from the PyTorch-compatible tg_generator, as Python's
+ * random is apart from torch's. */
+typedef struct tg_pyrandom tg_pyrandom;
+/* random.Random(seed): a new generator, which the caller frees with
+ * tg_pyrandom_free(). (A negative Python seed n seeds as -n.) */
+tg_pyrandom *tg_pyrandom_new(uint64_t seed);
+/* r.seed(seed): restarts r as tg_pyrandom_new(seed) starts. r borrowed;
+ * NULL does nothing. */
+void tg_pyrandom_seed(tg_pyrandom *r, uint64_t seed);
+/* Takes ownership of r and frees it. NULL-safe. */
+void tg_pyrandom_free(tg_pyrandom *r);
+/* r.random(): a double in [0, 1) with 53 random bits (NaN for a NULL r).
+ * r borrowed. */
+double tg_pyrandom_random(tg_pyrandom *r);
+/* r.getrandbits(k) for 0 <= k <= 64, into *out. Returns 0, or -1 with an
+ * error (then *out is 0). r borrowed. */
+int tg_pyrandom_getrandbits(tg_pyrandom *r, int k, uint64_t *out);
+/* r.getrandbits(k) for any k >= 0, as (k + 31) / 32 words of 32 bits in
+ * words, the least significant first. Returns 0 or -1; r borrowed. */
+int tg_pyrandom_getrandbits_words(tg_pyrandom *r, int k, uint32_t *words);
+/* r._randbelow(n): an integer in [0, n), n >= 1, into *out. Returns 0 or
+ * -1 (then *out is 0); r borrowed. */
+int tg_pyrandom_randbelow(tg_pyrandom *r, uint64_t n, uint64_t *out);
+/* r.randrange(start, stop), start < stop, and r.randint(a, b), a <= b
+ * (both ends included), into *out. Return 0 or -1 (then *out is 0); r
+ * borrowed. */
+int tg_pyrandom_randrange(tg_pyrandom *r, int64_t start, int64_t stop,
+                          int64_t *out);
+int tg_pyrandom_randint(tg_pyrandom *r, int64_t a, int64_t b, int64_t *out);
+/* r.shuffle(x) on the array base of n elements of size bytes each, in
+ * place (the arguments of qsort). Returns 0 or -1; r borrowed. */
+int tg_pyrandom_shuffle(tg_pyrandom *r, void *base, size_t n, size_t size);
+
+/* ------------------------------------------------- words: makemore's data */
+/* A list of words from a text file (one word per line, e.g. the names of
+ * data/names.txt) and its vocabulary, and the character data sets of the
+ * makemore lectures made from it (nn/words.c gives the lectures' Python
+ * and the file format). Arguments borrowed. */
+
+/* A word list: its words in their current order and its vocabulary. */
+typedef struct tg_words tg_words;
+/* The longest word tg_words_load accepts, in characters. */
+#define TG_WORD_MAX 256
+/* Reads the regular file path: a new word list, which the caller frees
+ * with tg_words_free(), or NULL with an error naming the line and column
+ * of the first problem (an empty line, a byte that is not printable
+ * ASCII, a '.', a word longer than TG_WORD_MAX). A directory, FIFO or
+ * device is refused without being read. The vocabulary is '.' (index 0)
+ * and then the characters of all the words in sorted order: the lectures'
+ * stoi and itos. */
+tg_words *tg_words_load(const char *path);
+/* Takes ownership of w and frees it. NULL-safe. */
+void tg_words_free(tg_words *w);
+/* The number of words (-1 for a NULL w). */
+int64_t tg_words_count(const tg_words *w);
+/* Word i (0 <= i < count) in the current order, borrowed: valid while w
+ * lives. NULL with an error for an i out of range. */
+const char *tg_words_get(const tg_words *w, int64_t i);
+/* The vocabulary as a string, itos[i] = tg_words_vocab(w)[i]: ".abc...z"
+ * for names.txt; its length is the vocabulary size. Borrowed: valid while
+ * w lives. */
+const char *tg_words_vocab(const tg_words *w);
+/* stoi[c]: the index of the character c in the vocabulary ('.' is 0), or
+ * -1 with an error for a character that is not in it. */
+int tg_words_stoi(const tg_words *w, int c);
+/* random.shuffle(words) with r: changes the order of w's words (not its
+ * vocabulary). Returns 0 or -1; r borrowed. */
+int tg_words_shuffle(tg_words *w, tg_pyrandom *r);
+/* The lectures' build_dataset(words[begin:end]) in out: x (N, block_size)
+ * int64 contexts, starting as block_size '.' and sliding one character at
+ * a time, and y (N,) int64, the character that follows each context (then
+ * '.'): N = the characters of the words plus one per word. out receives
+ * new references (release them with tg_dataset_free). Returns 0 or -1. */
+int tg_words_dataset(const tg_words *w, int64_t begin, int64_t end,
+                     int block_size, tg_dataset *out);
+/* The lectures' split: random.seed(seed); random.shuffle(words) on a copy
+ * of w's order (w is unchanged); n1 = int(0.8 * n), n2 = int(0.9 * n);
+ * then train, dev and test are build_dataset of words[:n1], words[n1:n2]
+ * and words[n2:]. train, dev and test receive new references (release
+ * them with tg_dataset_free). Returns 0 or -1. */
+int tg_words_split(const tg_words *w, int block_size, uint64_t seed,
+                   tg_dataset *train, tg_dataset *dev, tg_dataset *test);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
  * and remove it at the end.
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L // mkdtemp, chdir, getcwd, opendir, rmdir
+#define _POSIX_C_SOURCE 200809L // mkdtemp, chdir, getcwd, opendir, rmdir, mkfifo
 #endif
 
 #include "catalogue.h"
@@ -1767,4 +1767,469 @@ ERROR_CASE(tg_accuracy, null_tensor,
     tg_tensor *labels = tg_zeros(TG_SHAPE(2), TG_INT64);
     EXPECT_SILENT(isnan(tg_accuracy(NULL, labels)));
     tg_release(labels);
+}
+
+/* ---- Python's random module ---- */
+
+ERROR_CASE(tg_pyrandom_new, out_of_memory, "memory runs out")
+{
+    tg_fail_allocations_after(0);
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(r == NULL, "tg_pyrandom_new: out of memory allocating a "
+                            "generator (2500 bytes)");
+}
+
+NEVER_FAILS(tg_pyrandom_seed, "does nothing for NULL");
+NEVER_FAILS(tg_pyrandom_free, "does nothing for NULL");
+
+ERROR_CASE(tg_pyrandom_random, null_generator,
+           "r is NULL (tg_pyrandom_new failed): NaN")
+{
+    EXPECT_SILENT(isnan(tg_pyrandom_random(NULL)));
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits, out_null, "out is NULL")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_getrandbits(r, 8, NULL) == -1,
+                 "tg_pyrandom_getrandbits: out is NULL");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits, too_many_bits,
+           "k is negative or more than 64")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    uint64_t v;
+    EXPECT_ERROR(tg_pyrandom_getrandbits(r, 65, &v) == -1,
+                 "tg_pyrandom_getrandbits: k is 65");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    uint64_t v;
+    EXPECT_SILENT(tg_pyrandom_getrandbits(NULL, 8, &v) == -1);
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits_words, negative_bits, "k is negative")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    uint32_t w[1];
+    EXPECT_ERROR(tg_pyrandom_getrandbits_words(r, -1, w) == -1,
+                 "tg_pyrandom_getrandbits_words: k is -1");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits_words, words_null,
+           "words is NULL for k > 0")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_getrandbits_words(r, 100, NULL) == -1,
+                 "tg_pyrandom_getrandbits_words: words is NULL");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_getrandbits_words, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    uint32_t w[4];
+    EXPECT_SILENT(tg_pyrandom_getrandbits_words(NULL, 100, w) == -1);
+}
+
+ERROR_CASE(tg_pyrandom_randbelow, out_null, "out is NULL")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_randbelow(r, 10, NULL) == -1,
+                 "tg_pyrandom_randbelow: out is NULL");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randbelow, zero, "n is 0")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    uint64_t v;
+    EXPECT_ERROR(tg_pyrandom_randbelow(r, 0, &v) == -1,
+                 "tg_pyrandom_randbelow: n is 0");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randbelow, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    uint64_t v;
+    EXPECT_SILENT(tg_pyrandom_randbelow(NULL, 10, &v) == -1);
+}
+
+ERROR_CASE(tg_pyrandom_randrange, out_null, "out is NULL")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_randrange(r, 0, 10, NULL) == -1,
+                 "tg_pyrandom_randrange: out is NULL");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randrange, empty_range, "stop <= start")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    int64_t v;
+    EXPECT_ERROR(tg_pyrandom_randrange(r, 3, 2, &v) == -1,
+                 "tg_pyrandom_randrange: empty range [3, 2)");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randrange, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    int64_t v;
+    EXPECT_SILENT(tg_pyrandom_randrange(NULL, 0, 10, &v) == -1);
+}
+
+ERROR_CASE(tg_pyrandom_randint, out_null, "out is NULL")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_randint(r, 0, 10, NULL) == -1,
+                 "tg_pyrandom_randint: out is NULL");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randint, empty_range, "b < a")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    int64_t v;
+    EXPECT_ERROR(tg_pyrandom_randint(r, 1, 0, &v) == -1,
+                 "tg_pyrandom_randint: empty range [1, 0]");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randint, all_of_int64,
+           "[a, b] is all of int64 (2^64 integers)")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    int64_t v;
+    EXPECT_ERROR(tg_pyrandom_randint(r, INT64_MIN, INT64_MAX, &v) == -1,
+                 "tg_pyrandom_randint: [-9223372036854775808, "
+                 "9223372036854775807] holds 2^64 integers");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_randint, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    int64_t v;
+    EXPECT_SILENT(tg_pyrandom_randint(NULL, 0, 10, &v) == -1);
+}
+
+ERROR_CASE(tg_pyrandom_shuffle, base_null, "base is NULL for 2 or more "
+                                           "elements")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    EXPECT_ERROR(tg_pyrandom_shuffle(r, NULL, 3, 8) == -1,
+                 "tg_pyrandom_shuffle: base is NULL for 3 elements");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_shuffle, size_zero, "size is 0")
+{
+    tg_pyrandom *r = tg_pyrandom_new(42);
+    int64_t x[3] = {0, 1, 2};
+    EXPECT_ERROR(tg_pyrandom_shuffle(r, x, 3, 0) == -1,
+                 "tg_pyrandom_shuffle: size is 0 for 3 elements");
+    tg_pyrandom_free(r);
+}
+
+ERROR_CASE(tg_pyrandom_shuffle, null_generator,
+           "r is NULL (tg_pyrandom_new failed)")
+{
+    int64_t x[3] = {0, 1, 2};
+    EXPECT_SILENT(tg_pyrandom_shuffle(NULL, x, 3, sizeof x[0]) == -1);
+}
+
+/* ---- words ---- */
+
+/* Writes text to the file path (in the scratch folder). */
+static void write_words(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot create %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* "emma\nava\n" as a word list (in the scratch folder, then removed). */
+static tg_words *two_words(void)
+{
+    scratch_enter();
+    write_words("w.txt", "emma\nava\n");
+    tg_words *w = tg_words_load("w.txt");
+    cr_assert_not_null(w, "%s", tg_last_error());
+    scratch_leave();
+    return w;
+}
+
+ERROR_CASE(tg_words_load, path_null, "path is NULL")
+{
+    EXPECT_ERROR(tg_words_load(NULL) == NULL, "tg_words_load: path is NULL");
+}
+
+ERROR_CASE(tg_words_load, missing_file, "the file does not exist")
+{
+    scratch_enter();
+    EXPECT_ERROR(tg_words_load("missing.txt") == NULL,
+                 "tg_words_load: cannot open 'missing.txt': No such file or "
+                 "directory");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, directory, "the path is a directory")
+{
+    scratch_enter();
+    cr_assert_eq(mkdir("d", 0700), 0);
+    EXPECT_ERROR(tg_words_load("d") == NULL,
+                 "tg_words_load: 'd' is a directory");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, fifo,
+           "the path is a FIFO (or a device, a socket): refused unread")
+{
+    scratch_enter();
+    cr_assert_eq(mkfifo("f", 0600), 0);
+    EXPECT_ERROR(tg_words_load("f") == NULL,
+                 "tg_words_load: 'f' is a FIFO (named pipe)");
+    scratch_leave();
+}
+
+ERROR_NOT_TRIGGERED(tg_words_load, "cannot stat '%s': %s",
+                    "fstat of a file just opened fails only on an I/O "
+                    "error of the system");
+ERROR_NOT_TRIGGERED(tg_words_load, "read error on '%s': %s",
+                    "needs a regular file that opens but cannot be read "
+                    "(a failing disk)");
+
+ERROR_CASE(tg_words_load, empty_line, "a line is empty")
+{
+    scratch_enter();
+    write_words("w.txt", "emma\n\nava\n");
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: line 2 of 'w.txt' "
+                 "is empty");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, long_word, "a word is longer than TG_WORD_MAX")
+{
+    char text[TG_WORD_MAX + 2];
+    memset(text, 'a', TG_WORD_MAX + 1);
+    text[TG_WORD_MAX + 1] = '\0';
+    scratch_enter();
+    write_words("w.txt", text);
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: line 1 of 'w.txt' is longer "
+                 "than 256 characters");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, dot, "a word contains '.'")
+{
+    scratch_enter();
+    write_words("w.txt", "emma\nj.r.\n");
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: line 2 of 'w.txt' "
+                 "contains '.' at column 2");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, non_ascii, "a byte is not ASCII (UTF-8 text)")
+{
+    scratch_enter();
+    write_words("w.txt", "zo\xc3\xab\n");
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: line 1 of 'w.txt' "
+                 "has the non-ASCII byte 0xc3 at "
+                 "column 3");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, control, "a byte is a control character (a tab)")
+{
+    scratch_enter();
+    write_words("w.txt", "a\tb\n");
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: line 1 of 'w.txt' has the "
+                 "control byte 0x09 at column 2");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, no_words, "the file is empty")
+{
+    scratch_enter();
+    write_words("w.txt", "");
+    EXPECT_ERROR(tg_words_load("w.txt") == NULL,
+                 "tg_words_load: 'w.txt' holds no words");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, out_of_memory_list, "memory runs out at once")
+{
+    scratch_enter();
+    write_words("w.txt", "emma\nava\n");
+    tg_fail_allocations_after(0);
+    tg_words *w = tg_words_load("w.txt");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(w == NULL, "tg_words_load: out of memory for a word list");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, out_of_memory_text,
+           "memory runs out for the file's bytes")
+{
+    scratch_enter();
+    write_words("w.txt", "emma\nava\n");
+    tg_fail_allocations_after(1);
+    tg_words *w = tg_words_load("w.txt");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(w == NULL, "tg_words_load: out of memory reading 'w.txt' "
+                            "(9 bytes)");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_words_load, out_of_memory_words,
+           "memory runs out for the table of words")
+{
+    scratch_enter();
+    write_words("w.txt", "emma\nava\n");
+    tg_fail_allocations_after(2);
+    tg_words *w = tg_words_load("w.txt");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(w == NULL, "tg_words_load: out of memory for the 2 words "
+                            "of 'w.txt'");
+    scratch_leave();
+}
+
+NEVER_FAILS(tg_words_free, "does nothing for NULL");
+
+ERROR_CASE(tg_words_count, null_list, "w is NULL (tg_words_load failed): -1")
+{
+    EXPECT_SILENT(tg_words_count(NULL) == -1);
+}
+
+ERROR_CASE(tg_words_get, out_of_range, "i is not in [0, count)")
+{
+    tg_words *w = two_words();
+    EXPECT_ERROR(tg_words_get(w, 2) == NULL,
+                 "tg_words_get: index 2 is out of range for 2 words");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_get, null_list, "w is NULL (tg_words_load failed)")
+{
+    EXPECT_SILENT(tg_words_get(NULL, 0) == NULL);
+}
+
+ERROR_CASE(tg_words_vocab, null_list, "w is NULL (tg_words_load failed)")
+{
+    EXPECT_SILENT(tg_words_vocab(NULL) == NULL);
+}
+
+ERROR_CASE(tg_words_stoi, not_in_vocabulary,
+           "the character is not in the vocabulary")
+{
+    tg_words *w = two_words();
+    EXPECT_ERROR(tg_words_stoi(w, 'z') == -1,
+                 "tg_words_stoi: the character 122 ('z') is not in the "
+                 "vocabulary");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_stoi, null_list, "w is NULL (tg_words_load failed)")
+{
+    EXPECT_SILENT(tg_words_stoi(NULL, 'a') == -1);
+}
+
+ERROR_CASE(tg_words_shuffle, null_argument,
+           "w or r is NULL (the call that made it failed)")
+{
+    tg_words *w = two_words();
+    EXPECT_SILENT(tg_words_shuffle(w, NULL) == -1);
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_dataset, out_null, "out is NULL")
+{
+    tg_words *w = two_words();
+    EXPECT_ERROR(tg_words_dataset(w, 0, 2, 3, NULL) == -1,
+                 "tg_words_dataset: out is NULL");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_dataset, zero_block_size, "block_size is less than 1")
+{
+    tg_words *w = two_words();
+    tg_dataset d;
+    EXPECT_ERROR(tg_words_dataset(w, 0, 2, 0, &d) == -1,
+                 "tg_words_dataset: block_size is 0");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_dataset, bad_range,
+           "[begin, end) is not a slice of the words")
+{
+    tg_words *w = two_words();
+    tg_dataset d;
+    EXPECT_ERROR(tg_words_dataset(w, 1, 3, 3, &d) == -1,
+                 "tg_words_dataset: the words [1, 3) are not a range of the "
+                 "2 words");
+    tg_words_free(w);
+}
+
+ERROR_NOT_TRIGGERED(tg_words_dataset,
+                    "%lld rows of block_size %d are too many",
+                    "X would have more than 2^59 elements: with the largest "
+                    "block_size, a file of more than 2^28 characters");
+
+ERROR_CASE(tg_words_dataset, null_list, "w is NULL (tg_words_load failed)")
+{
+    tg_dataset d;
+    EXPECT_SILENT(tg_words_dataset(NULL, 0, 1, 3, &d) == -1);
+}
+
+ERROR_CASE(tg_words_split, same_outputs,
+           "train, dev and test are not three different datasets")
+{
+    tg_words *w = two_words();
+    tg_dataset a, b;
+    EXPECT_ERROR(tg_words_split(w, 3, 42, &a, &b, &a) == -1,
+                 "tg_words_split: train, dev and test must be three "
+                 "different datasets to fill");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_split, zero_block_size, "block_size is less than 1")
+{
+    tg_words *w = two_words();
+    tg_dataset a, b, c;
+    EXPECT_ERROR(tg_words_split(w, 0, 42, &a, &b, &c) == -1,
+                 "tg_words_split: block_size is 0");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_split, out_of_memory, "memory runs out")
+{
+    tg_words *w = two_words();
+    tg_dataset a, b, c;
+    tg_fail_allocations_after(0);
+    int rc = tg_words_split(w, 3, 42, &a, &b, &c);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1,
+                 "tg_words_split: out of memory for the order of 2 words");
+    tg_words_free(w);
+}
+
+ERROR_CASE(tg_words_split, null_list, "w is NULL (tg_words_load failed)")
+{
+    tg_dataset a, b, c;
+    EXPECT_SILENT(tg_words_split(NULL, 3, 42, &a, &b, &c) == -1);
 }

@@ -7,7 +7,10 @@
  * return the same int64 tensor and leave g in the same state, so the next
  * torch.rand and tg_rand agree too (the makemore sampling loops depend on
  * it). That takes PyTorch's two algorithms, its draws and its arithmetic,
- * in each dtype; both are written out below.
+ * in each dtype; both are written out below: without replacement, a race
+ * of exponential clocks; with replacement (even for one sample, as 1.13
+ * does), the inverse of the cumulative distribution. There is one
+ * implementation of each, plain loops, whatever TG_KERNELS says.
  *
  * What this file is not: not differentiable (PyTorch's multinomial is not
  * either; the result is indices and nothing goes on the tape), not
@@ -21,8 +24,8 @@
 #include "internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* torch.multinomial refuses more categories than float32 counts exactly. */
 #define MAX_CATEGORIES (INT64_C(1) << 24)

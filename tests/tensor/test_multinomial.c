@@ -513,17 +513,30 @@ TG_TEST(multinomial_vectors, checker_rejects_a_positive_weight_in_the_tail)
  * p_k = 0.1 (a shift of 100 counts at N = 10^5, 1.05 sigma) would pass,
  * but any systematic error of a few percent of p (an off-by-one bucket,
  * unnormalised weights, a skipped category) is 5 sigma or more. */
-static void expect_frequencies(const int64_t *counts, const double *p, int K,
-                               int64_t N, const char *what)
+static bool frequencies_ok(const int64_t *counts, const double *p, int K,
+                           int64_t N, const char *what, char *report,
+                           size_t size)
 {
     for (int k = 0; k < K; k++) {
         double mean = (double)N * p[k];
         double sigma = sqrt((double)N * p[k] * (1.0 - p[k]));
-        cr_assert(fabs((double)counts[k] - mean) <= 5.0 * sigma,
-                  "%s: category %d drawn %" PRId64 " times in %" PRId64
-                  ", expected %.1f +- %.1f (5 sigma)",
-                  what, k, counts[k], N, mean, 5.0 * sigma);
+        if (!(fabs((double)counts[k] - mean) <= 5.0 * sigma)) {
+            snprintf(report, size,
+                     "%s: category %d drawn %" PRId64 " times in %" PRId64
+                     ", expected %.1f +- %.1f (5 sigma)",
+                     what, k, counts[k], N, mean, 5.0 * sigma);
+            return false;
+        }
     }
+    return true;
+}
+
+static void expect_frequencies(const int64_t *counts, const double *p, int K,
+                               int64_t N, const char *what)
+{
+    char report[256];
+    cr_assert(frequencies_ok(counts, p, K, N, what, report, sizeof report),
+              "%s", report);
 }
 
 static const double W4[4] = {1.0, 2.0, 3.0, 4.0}; // unnormalised: p = w / 10
@@ -583,16 +596,22 @@ TG_TEST(multinomial_stats, exponential_race_frequencies)
 
 TG_TEST(multinomial_stats, frequency_check_rejects_a_biased_sampler)
 {
-    /* The check fed a wrong answer: counts of uniform sampling (p = 1/4
-     * each) against p = (0.1, 0.2, 0.3, 0.4). */
-    int64_t counts[4] = {25000, 25000, 25000, 25000};
+    /* The check fed wrong answers for p = (0.1, 0.2, 0.3, 0.4), N = 10^5:
+     * a uniform sampler (25000 each), and the expected counts with 800
+     * draws (2% of category 3's) moved to category 0, whose 5-sigma bound
+     * is 474. The expected counts themselves pass. */
     double p[4] = {0.1, 0.2, 0.3, 0.4};
-    for (int k = 0; k < 4; k++) {
-        double sigma = sqrt(1e5 * p[k] * (1.0 - p[k]));
-        if (k != 2) // 0.3 vs 0.25 is the smallest gap: still > 5 sigma
-            cr_assert_gt(fabs((double)counts[k] - 1e5 * p[k]), 5.0 * sigma);
-    }
-    cr_assert_gt(fabs(25000.0 - 30000.0), 5.0 * sqrt(1e5 * 0.3 * 0.7));
+    char report[256];
+    int64_t uniform[4] = {25000, 25000, 25000, 25000};
+    cr_assert_not(frequencies_ok(uniform, p, 4, 100000, "uniform", report,
+                                 sizeof report));
+    int64_t shifted[4] = {10800, 20000, 30000, 39200};
+    cr_assert_not(frequencies_ok(shifted, p, 4, 100000, "shifted", report,
+                                 sizeof report));
+    cr_assert(strstr(report, "category 0") != NULL, "%s", report);
+    int64_t exact[4] = {10000, 20000, 30000, 40000};
+    cr_assert(frequencies_ok(exact, p, 4, 100000, "exact", report,
+                             sizeof report), "%s", report);
 }
 
 /* -------------------------------------------------------------- the rest */

@@ -57,6 +57,9 @@ void tg_block_free(void *block, size_t size);
  * as tg_randint draws each element, so a loop of these follows the same
  * stream as torch.randint. range >= 1. */
 uint64_t tg_random_below(tg_generator *g, uint64_t range);
+/* One U[0, 1) double from g (NULL: the default generator): the low 53
+ * bits of two 32-bit draws times 2^-53, as a float64 tg_rand element. */
+double tg_random_uniform_f64(tg_generator *g);
 
 /* ------------------------------------------------------------------ create */
 

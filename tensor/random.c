@@ -14,7 +14,8 @@
  *
  * What this file is not: not a source of secure randomness (MT19937 is
  * predictable from 624 outputs), not a full distributions library (no
- * bernoulli, multinomial, ...), and not thread-safe on a shared generator.
+ * bernoulli, ...; multinomial sampling is in multinomial.c), and not
+ * thread-safe on a shared generator.
  * The default generator is one static object per process with no lock;
  * a thread that draws numbers while another does must use its own
  * tg_generator.
@@ -424,6 +425,13 @@ uint64_t tg_random_below(tg_generator *g, uint64_t range)
     g = generator_or_default(g);
     uint64_t v = range >= (UINT64_C(1) << 32) ? random64(g) : random32(g);
     return v % range;
+}
+
+/* One U[0, 1) double, 53 bits of random64, as torch's
+ * uniform_real_distribution<double> draws it. */
+double tg_random_uniform_f64(tg_generator *g)
+{
+    return uniform_f64(generator_or_default(g));
 }
 
 tg_generator *tg_generator_new(uint64_t seed)

@@ -296,6 +296,19 @@ tg_tensor *tg_randint_gen(tg_generator *g, int64_t low, int64_t high,
  * arguments borrowed. */
 int tg_uniform_(tg_tensor *x, double from, double to, tg_generator *g);
 int tg_normal_(tg_tensor *x, double mean, double std, tg_generator *g);
+/* Category indices drawn from the rows of probs, as
+ * torch.multinomial(probs, num_samples, replacement, generator=g). probs is (K,) or (R, K),
+ * float32 or float64: the weights of K categories, finite and >= 0, each
+ * row with one > 0; they need not sum to 1. The result is int64, of shape
+ * (num_samples,) or (R, num_samples); without replacement an index appears
+ * at most once per row (num_samples <= K). The same indices, and the same
+ * generator state after, as PyTorch 1.13 on the CPU for the same state
+ * (docs/tensor.md says how, and the one corner where ties are ordered
+ * differently). Not differentiable, as in PyTorch: nothing is recorded.
+ * g NULL means the default generator. New reference; arguments borrowed
+ * (g is advanced). */
+tg_tensor *tg_multinomial(const tg_tensor *probs, int64_t num_samples,
+                          bool replacement, tg_generator *g);
 
 /* -------------------------------------------------------------- printing */
 

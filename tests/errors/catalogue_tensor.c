@@ -779,6 +779,148 @@ ERROR_CASE(tg_normal_, null_tensor, "x is NULL (an earlier call failed)")
     EXPECT_SILENT(tg_normal_(NULL, 0, 1, NULL) == -1);
 }
 
+ERROR_CASE(tg_multinomial, three_dims, "probs has 3 dims")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(2, 2, 2), TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 1, false, NULL);
+    EXPECT_ERROR(s == NULL,
+                 "tg_multinomial: probs of shape (2, 2, 2) has 3 dims");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, scalar, "probs is 0-d")
+{
+    tg_tensor *p = tg_scalar(1.0, TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 1, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs of shape () has 0 dims");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, int64_probs, "probs is int64")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(3), TG_INT64);
+    tg_tensor *s = tg_multinomial(p, 1, false, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: cannot sample from int64 "
+                            "probs of shape (3,)");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, zero_samples, "num_samples <= 0")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(3), TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 0, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: cannot draw 0 samples");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, too_many_without_replacement,
+           "num_samples > K without replacement")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(2, 3), TG_FLOAT64);
+    tg_tensor *s = tg_multinomial(p, 4, false, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: cannot draw 4 samples without "
+                            "replacement from 3 categories");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, too_many_categories,
+           "more than 2^24 categories")
+{
+    /* An expanded view: 2^24 + 1 categories in 4 bytes. */
+    tg_tensor *one = tg_ones(TG_SHAPE(1), TG_FLOAT32);
+    tg_tensor *p = tg_expand(one, TG_SHAPE((INT64_C(1) << 24) + 1));
+    tg_tensor *s = tg_multinomial(p, 1, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs of shape (16777217,) has "
+                            "16777217 categories");
+    tg_release(p);
+    tg_release(one);
+}
+
+ERROR_CASE(tg_multinomial, too_many_samples,
+           "rows * num_samples is 2^59 or more")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(4, 3), TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, INT64_C(1) << 58, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: shape (4, 288230376151711744) "
+                            "has too many elements");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, negative_weight, "a weight is negative")
+{
+    tg_tensor *p = tg_from_array((float[]){1.0f, -0.5f, 2.0f}, TG_SHAPE(3),
+                                 TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 1, false, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs[1] is -0.5");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, nan_weight, "a weight is NaN")
+{
+    tg_tensor *p = tg_from_array((double[]){1, 2, NAN, 3}, TG_SHAPE(2, 2),
+                                 TG_FLOAT64);
+    tg_tensor *s = tg_multinomial(p, 2, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs[1][0] is nan");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, infinite_weight, "a weight is infinite")
+{
+    tg_tensor *p = tg_from_array((float[]){1.0f, 2.0f, INFINITY},
+                                 TG_SHAPE(3), TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 5, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs[2] is inf");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, zero_row, "a row of probs is all zeros")
+{
+    tg_tensor *p = tg_from_array((float[]){1, 0, 2, 0, 0, 0}, TG_SHAPE(2, 3),
+                                 TG_FLOAT32);
+    tg_tensor *s = tg_multinomial(p, 1, false, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: row 1 of probs of shape (2, 3) "
+                            "has no positive weight");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, no_categories, "probs has no categories (K = 0)")
+{
+    tg_tensor *p = tg_zeros(TG_SHAPE(0), TG_FLOAT64);
+    tg_tensor *s = tg_multinomial(p, 2, true, NULL);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: probs of shape (0,) has no "
+                            "positive weight");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, out_of_memory_keys,
+           "memory runs out for the keys (without replacement)")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(5), TG_FLOAT32);
+    tg_fail_allocations_after(1); // the result is one allocation
+    tg_tensor *s = tg_multinomial(p, 2, false, NULL);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: out of memory for the keys of "
+                            "5 categories");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, out_of_memory_cdf,
+           "memory runs out for the cumulative sums (with replacement)")
+{
+    tg_tensor *p = tg_ones(TG_SHAPE(5), TG_FLOAT32);
+    tg_fail_allocations_after(1); // the result is one allocation
+    tg_tensor *s = tg_multinomial(p, 2, true, NULL);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(s == NULL, "tg_multinomial: out of memory for the "
+                            "cumulative sums of 5 categories");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_multinomial, null_tensor, "probs is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_multinomial(NULL, 1, true, NULL) == NULL);
+}
+
 /* ---- printing ---- */
 
 NEVER_FAILS(tg_get_print_options, "returns the current options");

@@ -438,6 +438,19 @@ static int run_generator(fixture *f)
     return done(x);
 }
 
+/* Both sampling paths: keys without replacement, the CDF with it. */
+static int run_multinomial(fixture *f)
+{
+    (void)f;
+    const float w[] = {1, 2, 3, 0, 4, 5};
+    tg_tensor *p = tg_from_array(w, TG_SHAPE(2, 3), TG_FLOAT32);
+    tg_tensor *a = p ? tg_multinomial(p, 2, false, NULL) : NULL;
+    tg_tensor *b = a ? tg_multinomial(p, 4, true, NULL) : NULL;
+    tg_release(a);
+    tg_release(p);
+    return done(b);
+}
+
 static int run_eye_linspace_like(fixture *f)
 {
     (void)f;
@@ -1559,6 +1572,7 @@ static const oom_case oom_cases[] = {
     {"tg_arange", NULL, run_arange, NULL},
     {"tg_randn", NULL, run_randn, NULL},
     {"tg_generator_new, tg_rand_gen", NULL, run_generator, NULL},
+    {"tg_multinomial", NULL, run_multinomial, NULL},
     {"tg_eye, tg_linspace, tg_ones_like", NULL, run_eye_linspace_like, NULL},
     {"tg_reshape (a copy)", setup_x234, run_reshape_copy, x_unchanged},
     {"tg_permute", setup_x234, run_permute, x_unchanged},

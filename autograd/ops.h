@@ -1,7 +1,8 @@
 /*
  * autograd/ops.h - the operations a user calls on tensors: views,
  * elementwise maths with broadcasting, reductions, softmax, matmul,
- * LayerNorm and BatchNorm, and the losses.
+ * LayerNorm and BatchNorm, the losses, and joining and splitting (cat,
+ * stack, split, chunk).
  *
  * Each op lives in one file of autograd/ops/ with its forward, its math and
  * (as the tape grows) its backward. Semantics follow PyTorch: same shapes,
@@ -178,7 +179,8 @@ tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim);
  * a row holding one (whose value is then NaN). The gradient (MaxBackward0,
  * MinBackward0) goes to the element at the returned index only; tg_max
  * (torch.amax) shares it among ties instead. The dim must not be empty.
- * New references (the values and *indices); x borrowed. */
+ * Returns a new reference; *indices receives a new reference too; x
+ * borrowed. */
 tg_tensor *tg_max_dim(const tg_tensor *x, int dim, bool keepdim,
                       tg_tensor **indices);
 tg_tensor *tg_min_dim(const tg_tensor *x, int dim, bool keepdim,
@@ -375,19 +377,19 @@ tg_tensor *tg_stack(const tg_tensor *const *tensors, int n, int dim);
 /* As torch.split(x, split_size, dim): pieces of split_size elements along
  * dim, the last one shorter; count = ceil(size / split_size), and 1 when
  * the dim is empty (split_size may then be 0). Each piece records
- * SplitBackward0. New references in out; x borrowed. */
+ * SplitBackward0. out receives new references; x borrowed. */
 int tg_split(const tg_tensor *x, int64_t split_size, int dim,
              tg_tensor **out, int max_out);
 /* As torch.split(x, [sizes], dim): nsizes pieces of the given lengths
  * (each >= 0, adding up to the dim's size); out has room for nsizes.
- * Returns nsizes, or -1. Each piece records SplitWithSizesBackward0. New
- * references in out; arguments borrowed. */
+ * Returns nsizes, or -1. Each piece records SplitWithSizesBackward0. out
+ * receives new references; x and sizes borrowed. */
 int tg_split_sizes(const tg_tensor *x, const int64_t *sizes, int nsizes,
                    int dim, tg_tensor **out);
 /* As torch.chunk(x, chunks, dim): pieces of ceil(size / chunks) elements,
  * so at most chunks of them (6 into 4 gives three of 2), or chunks empty
- * pieces when the dim is empty; max_out = chunks is always enough. New
- * references in out; x borrowed. */
+ * pieces when the dim is empty; max_out = chunks is always enough. out
+ * receives new references; x borrowed. */
 int tg_chunk(const tg_tensor *x, int chunks, int dim, tg_tensor **out,
              int max_out);
 

@@ -11,8 +11,8 @@
  *           = cat(unsqueeze(x_0, d), ..., unsqueeze(x_{n-1}, d), d)
  *   split:  piece_j = x[.., s_j : s_j + len_j, ..], the pieces tiling
  *           dim d in order (split: len_j = split_size, the last one
- *           shorter; split_sizes: the given lengths; chunk: `chunks`
- *           pieces of ceil(size / chunks))
+ *           shorter; split_sizes: the given lengths; chunk: pieces of
+ *           ceil(size / chunks), at most `chunks` of them)
  *
  * cat and stack copy into a new tensor; the pieces of a split are views
  * of x (narrow), sharing its storage as in PyTorch.
@@ -41,8 +41,10 @@
 /* ----------------------------------------------------------------- helpers */
 
 /* The dtype of cat's and stack's result, PyTorch's result_type over every
- * input (each has dims here, so a plain ranking): int64 < float32 <
- * float64. A (0,) tensor that cat skips still takes part, as in PyTorch. */
+ * input. Each has dims (cat refuses 0-d tensors; stack unsqueezes them
+ * first, in PyTorch as in the math above), so no 0-d rule applies and it
+ * is a plain ranking: int64 < float32 < float64. A (0,) tensor that cat
+ * leaves out still takes part, as in PyTorch. */
 static tg_dtype join_dtype(const tg_tensor *const *tensors, int n)
 {
     tg_dtype dtype = TG_INT64;

@@ -189,10 +189,13 @@ TG_TEST(join, cat_leaves_out_empty_1d_tensors)
     const tg_tensor *ez[] = {e, z};
     tg_tensor *out0 = tg_cat(ez, 2, 0);
     check_values(out0, TG_SHAPE(0, 3), NULL);
-    /* only (0,) tensors: (0,) */
+    /* only (0,) tensors: (0,), with dim counted in a (0,) tensor's one
+     * dim (PyTorch accepts any dim there; tapegrad refuses dim 1) */
     const tg_tensor *ee[] = {e, e};
-    tg_tensor *empty = tg_cat(ee, 2, 0);
+    tg_tensor *empty = tg_cat(ee, 2, -1);
     check_values(empty, TG_SHAPE(0), NULL);
+    cr_assert_null(tg_cat(ee, 2, 1));
+    tg_assert_error("tg_cat: dim 1 is out of range for a tensor with 1 dims");
     tg_release(empty);
     tg_release(out0);
     tg_release(z);

@@ -1,7 +1,8 @@
 /*
  * autograd/ops.h - the operations a user calls on tensors: views,
  * elementwise maths with broadcasting, reductions, softmax, matmul,
- * LayerNorm and BatchNorm, and the losses.
+ * LayerNorm and BatchNorm, the losses, and joining and splitting (cat,
+ * stack, split, chunk).
  *
  * Each op lives in one file of autograd/ops/ with its forward, its math and
  * (as the tape grows) its backward. Semantics follow PyTorch: same shapes,
@@ -170,6 +171,20 @@ tg_tensor *tg_min(const tg_tensor *x, const int *dims, int ndims,
  * torch.argmax(x, dim). New references; x borrowed. */
 tg_tensor *tg_argmax(const tg_tensor *x, int dim, bool keepdim);
 tg_tensor *tg_argmin(const tg_tensor *x, int dim, bool keepdim);
+/* The maximum (minimum) along dim together with where it is, as
+ * torch.max(x, dim, keepdim) and torch.min(x, dim, keepdim), which return
+ * (values, indices). Returns the values (x's dtype); when indices is not
+ * NULL, *indices receives the int64 index of each along dim. The index is
+ * tg_argmax's (tg_argmin's): the first maximum on a tie, the first NaN in
+ * a row holding one (whose value is then NaN). The gradient (MaxBackward0,
+ * MinBackward0) goes to the element at the returned index only; tg_max
+ * (torch.amax) shares it among ties instead. The dim must not be empty.
+ * Returns a new reference; *indices receives a new reference too; x
+ * borrowed. */
+tg_tensor *tg_max_dim(const tg_tensor *x, int dim, bool keepdim,
+                      tg_tensor **indices);
+tg_tensor *tg_min_dim(const tg_tensor *x, int dim, bool keepdim,
+                      tg_tensor **indices);
 
 /* torch.histogram(x, bins, density): counts of x's elements in `bins`
  * equal bins over [min(x), max(x)] (each bin [a, b) except the last,
@@ -330,6 +345,53 @@ tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *labels,
 tg_tensor *tg_binary_cross_entropy_with_logits(const tg_tensor *logits,
                                                const tg_tensor *targets,
                                                tg_reduction reduction);
+
+/* ------------------------------------------------- joining and splitting */
+/* cat and stack copy into a new tensor; the pieces of split and chunk are
+ * views of x (no copy). Lists are arrays of n borrowed tensors; a NULL
+ * entry returns NULL without a new error, as a NULL argument does. */
+
+/* As torch.cat(tensors, dim): the tensors joined along an existing dim,
+ * in order. They must have the same number of dims and the same sizes
+ * except along dim; the result's dtype is the highest of theirs (int64 <
+ * float32 < float64, as PyTorch promotes). PyTorch 1.13's legacy rule is
+ * kept: a tensor of shape (0,) is left out whatever its dims (it still
+ * takes part in the dtype), so an empty start is harmless. dim counts in
+ * the dims of the first tensor that is not left out; when all are (0,),
+ * dim must be 0 or -1 (PyTorch accepts any dim there). 0-d tensors are an
+ * error. n may exceed TG_MAX_INPUTS. Records CatBackward0. New reference;
+ * arguments borrowed. */
+tg_tensor *tg_cat(const tg_tensor *const *tensors, int n, int dim);
+/* As torch.stack(tensors, dim): n tensors of one shape joined along a new
+ * dim of size n at position dim (in [-ndim-1, ndim]), i.e. tg_cat of each
+ * tensor unsqueezed at dim; dtype as tg_cat. Records StackBackward0. New
+ * reference; arguments borrowed. */
+tg_tensor *tg_stack(const tg_tensor *const *tensors, int n, int dim);
+
+/* The split functions store the pieces in out[0 .. count) and return
+ * count, or -1 after an error (out[0 .. max_out) are then NULL). Each
+ * piece is a NEW reference the caller releases, and a view of x: piece j
+ * is x narrowed to its place along dim. Called with out NULL and max_out
+ * 0 they return count and make nothing, to size out. */
+
+/* As torch.split(x, split_size, dim): pieces of split_size elements along
+ * dim, the last one shorter; count = ceil(size / split_size), and 1 when
+ * the dim is empty (split_size may then be 0). Each piece records
+ * SplitBackward0. out receives new references; x borrowed. */
+int tg_split(const tg_tensor *x, int64_t split_size, int dim,
+             tg_tensor **out, int max_out);
+/* As torch.split(x, [sizes], dim): nsizes pieces of the given lengths
+ * (each >= 0, adding up to the dim's size); out has room for nsizes.
+ * Returns nsizes, or -1. Each piece records SplitWithSizesBackward0. out
+ * receives new references; x and sizes borrowed. */
+int tg_split_sizes(const tg_tensor *x, const int64_t *sizes, int nsizes,
+                   int dim, tg_tensor **out);
+/* As torch.chunk(x, chunks, dim): pieces of ceil(size / chunks) elements,
+ * so at most chunks of them (6 into 4 gives three of 2), or chunks empty
+ * pieces when the dim is empty; max_out = chunks is always enough. out
+ * receives new references; x borrowed. */
+int tg_chunk(const tg_tensor *x, int chunks, int dim, tg_tensor **out,
+             int max_out);
 
 #ifdef __cplusplus
 }

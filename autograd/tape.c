@@ -656,9 +656,9 @@ static bool wanted(const tg_backward_options *o, const tg_tensor *leaf)
     return false;
 }
 
-static int node_backward(tg_node *n, const tg_backward_options *o)
+static int node_backward_into(tg_node *n, const tg_backward_options *o,
+                              tg_tensor **grads)
 {
-    tg_tensor *grads[TG_MAX_INPUTS] = {0};
     tg_clear_error();
     the_tape.in_backward = n->name;
     int rc = n->backward(n, n->grad, grads);
@@ -731,6 +731,24 @@ fail:
     for (int i = 0; i < n->ninputs; i++)
         tg_release(grads[i]);
     return -1;
+}
+
+static int node_backward(tg_node *n, const tg_backward_options *o)
+{
+    /* One gradient slot per input: on the stack for up to TG_MAX_INPUTS
+     * inputs, allocated for an op with more (tg_cat of many tensors). */
+    tg_tensor *few[TG_MAX_INPUTS] = {0};
+    tg_tensor **grads = few;
+    if (n->ninputs > TG_MAX_INPUTS &&
+        !(grads = tg_calloc((size_t)n->ninputs, sizeof *grads))) {
+        tg_error("tg_backward", "out of memory running the backward of %s",
+                 n->name);
+        return -1;
+    }
+    int result = node_backward_into(n, o, grads);
+    if (grads != few)
+        free(grads);
+    return result;
 }
 
 /* The root's gradient: opts->grad checked against root, or ones. */

@@ -486,6 +486,38 @@ ERROR_CASE(tg_backward_ex, out_of_memory_large_graph,
     tg_release(x);
 }
 
+ERROR_CASE(tg_backward_ex, out_of_memory_many_inputs,
+           "memory runs out for the gradients of an op with more than "
+           "TG_MAX_INPUTS (8) inputs")
+{
+    tg_tensor *x = leaf3();
+    const tg_tensor *parts[9];
+    for (int i = 0; i < 9; i++)
+        parts[i] = x;
+    const char *want = "tg_backward: out of memory running the backward";
+    int rc = 0;
+    /* the gradient slots come after the sum's backward allocated: sweep
+     * the failing allocation forward until they are the one that fails */
+    for (int64_t n = 0; n < 50; n++) {
+        tg_tensor *y = tg_cat(parts, 9, 0);
+        tg_tensor *loss = tg_sum(y, NULL, 0, false);
+        tg_tensor *one = tg_scalar(1.0, TG_FLOAT64);
+        tg_clear_error();
+        tg_fail_allocations_after(n);
+        rc = tg_backward_ex(loss, &(tg_backward_options){.grad = one});
+        tg_fail_allocations_after(-1);
+        tg_release(one);
+        tg_release(loss);
+        tg_release(y);
+        tg_clear_grad(x);
+        if (rc == -1 && strncmp(tg_last_error(), want, strlen(want)) == 0)
+            break;
+    }
+    EXPECT_ERROR(rc == -1, "tg_backward: out of memory running the backward "
+                           "of CatBackward0");
+    tg_release(x);
+}
+
 ERROR_CASE(tg_backward_ex, null_root,
            "root is NULL (an earlier call failed)")
 {

@@ -1337,6 +1337,55 @@ ERROR_CASE(tg_argmin, null_tensor, "x is NULL (an earlier call failed)")
     EXPECT_SILENT(tg_argmin(NULL, 0, false) == NULL);
 }
 
+ERROR_CASE(tg_max_dim, empty_dim, "the dim has size 0")
+{
+    tg_tensor *x = F32(3, 0);
+    tg_tensor *indices = NULL;
+    tg_tensor *y = tg_max_dim(x, -1, false, &indices);
+    EXPECT_ERROR(y == NULL && indices == NULL,
+                 "tg_max_dim: dim 1 of a tensor of shape (3, 0) has no elements to pick from");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_dim, dim_out_of_range, "dim is out of range")
+{
+    tg_tensor *x = F32(3, 4);
+    tg_tensor *y = tg_max_dim(x, 2, true, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_max_dim: dim 2 is out of range for a tensor with 2 dims");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_dim, null_tensor, "x is NULL (an earlier call failed)")
+{
+    tg_tensor *indices = (tg_tensor *)&indices; // must become NULL
+    EXPECT_SILENT(tg_max_dim(NULL, 0, false, &indices) == NULL &&
+                  indices == NULL);
+}
+
+ERROR_CASE(tg_min_dim, empty_dim, "the dim has size 0")
+{
+    tg_tensor *x = F32(0, 4);
+    tg_tensor *y = tg_min_dim(x, 0, true, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_min_dim: dim 0 of a tensor of shape (0, 4) has no elements to pick from");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_min_dim, dim_out_of_range, "dim is out of range")
+{
+    tg_tensor *x = F32(3, 4);
+    tg_tensor *y = tg_min_dim(x, -3, false, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_min_dim: dim -3 is out of range for a tensor with 2 dims");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_min_dim, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_min_dim(NULL, 0, false, NULL) == NULL);
+}
+
 ERROR_CASE(tg_histogram, bins_out_of_range,
            "bins is 0 or negative (or 2^59 or more)")
 {
@@ -2348,6 +2397,268 @@ ERROR_CASE(tg_binary_cross_entropy_with_logits, null_tensor,
                                                       TG_REDUCTION_MEAN) ==
                   NULL);
     tg_release(t);
+}
+
+/* ---- joining and splitting ---- */
+
+ERROR_CASE(tg_cat, empty_list, "the list has no tensors")
+{
+    const tg_tensor *parts[1] = {NULL};
+    EXPECT_ERROR(tg_cat(parts, 0, 0) == NULL,
+                 "tg_cat: got 0 tensors in a list");
+}
+
+ERROR_CASE(tg_cat, null_list, "the list is NULL")
+{
+    EXPECT_ERROR(tg_cat(NULL, 2, 0) == NULL,
+                 "tg_cat: got 2 tensors in a NULL list");
+}
+
+ERROR_CASE(tg_cat, zero_dim_tensor, "a tensor is 0-d")
+{
+    tg_tensor *a = F32(3), *s = tg_scalar(1.0, TG_FLOAT32);
+    const tg_tensor *parts[] = {a, s};
+    EXPECT_ERROR(tg_cat(parts, 2, 0) == NULL, "tg_cat: tensor 1 is 0-d");
+    tg_release(a);
+    tg_release(s);
+}
+
+ERROR_CASE(tg_cat, ndim_mismatch,
+           "the tensors have different numbers of dims")
+{
+    tg_tensor *a = F32(2, 3), *b = F32(2, 3, 1);
+    const tg_tensor *parts[] = {a, b};
+    EXPECT_ERROR(tg_cat(parts, 2, 0) == NULL,
+                 "tg_cat: cannot cat tensor 0 of shape (2, 3) with tensor 1 of shape (2, 3, 1)");
+    tg_release(a);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_cat, size_mismatch,
+           "the sizes differ along a dim other than dim")
+{
+    tg_tensor *e = F32(0), *a = F32(2, 3), *b = F32(2, 2);
+    const tg_tensor *parts[] = {e, a, b};
+    EXPECT_ERROR(tg_cat(parts, 3, 0) == NULL,
+                 "tg_cat: cannot cat tensor 1 of shape (2, 3) with tensor 2 of shape (2, 2) along dim 0");
+    tg_release(e);
+    tg_release(a);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_cat, dim_out_of_range, "dim is out of range")
+{
+    tg_tensor *a = F32(2, 3);
+    const tg_tensor *parts[] = {a, a};
+    EXPECT_ERROR(tg_cat(parts, 2, 2) == NULL,
+                 "tg_cat: dim 2 is out of range for a tensor with 2 dims");
+    tg_release(a);
+}
+
+ERROR_CASE(tg_cat, too_many_elements,
+           "the result would have 2^59 elements or more")
+{
+    /* expanded views: huge shapes, one element of storage each */
+    tg_tensor *one = F32(1, 1);
+    tg_tensor *big = tg_expand(one, TG_SHAPE(INT64_C(1) << 30,
+                                             INT64_C(1) << 28));
+    const tg_tensor *parts[] = {big, big, big};
+    EXPECT_ERROR(tg_cat(parts, 3, 1) == NULL,
+                 "tg_cat: shape (1073741824, 805306368) has too many elements");
+    tg_release(big);
+    tg_release(one);
+}
+
+ERROR_CASE(tg_cat, null_tensor, "a tensor in the list is NULL (an earlier "
+                                "call failed)")
+{
+    tg_tensor *a = F32(2);
+    const tg_tensor *parts[] = {a, NULL};
+    EXPECT_SILENT(tg_cat(parts, 2, 0) == NULL);
+    tg_release(a);
+}
+
+ERROR_CASE(tg_stack, empty_list, "the list has no tensors")
+{
+    const tg_tensor *parts[1] = {NULL};
+    EXPECT_ERROR(tg_stack(parts, -1, 0) == NULL,
+                 "tg_stack: got -1 tensors in a list");
+}
+
+ERROR_CASE(tg_stack, shape_mismatch, "the tensors' shapes differ")
+{
+    tg_tensor *a = F32(2, 3), *b = F32(3, 2);
+    const tg_tensor *parts[] = {a, b};
+    EXPECT_ERROR(tg_stack(parts, 2, 0) == NULL,
+                 "tg_stack: cannot stack tensor 0 of shape (2, 3) with tensor 1 of shape (3, 2)");
+    tg_release(a);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_stack, dim_out_of_range,
+           "dim is out of range for the result's dims")
+{
+    tg_tensor *a = F32(2, 3);
+    const tg_tensor *parts[] = {a, a};
+    EXPECT_ERROR(tg_stack(parts, 2, -4) == NULL,
+                 "tg_stack: dim -4 is out of range for stacking tensors of shape (2, 3)");
+    tg_release(a);
+}
+
+ERROR_CASE(tg_stack, too_many_dims,
+           "the tensors already have TG_MAX_DIMS dims")
+{
+    int64_t shape[TG_MAX_DIMS];
+    for (int d = 0; d < TG_MAX_DIMS; d++)
+        shape[d] = 1;
+    tg_tensor *a = tg_zeros(shape, TG_MAX_DIMS, TG_FLOAT32);
+    const tg_tensor *parts[] = {a};
+    EXPECT_ERROR(tg_stack(parts, 1, 0) == NULL,
+                 "tg_stack: cannot stack tensors of shape (1, 1, 1, 1, 1, 1, 1, 1)");
+    tg_release(a);
+}
+
+ERROR_CASE(tg_stack, too_many_elements,
+           "the result would have 2^59 elements or more")
+{
+    tg_tensor *one = F32(1);
+    tg_tensor *big = tg_expand(one, TG_SHAPE(INT64_C(1) << 58));
+    const tg_tensor *parts[] = {big, big, big};
+    EXPECT_ERROR(tg_stack(parts, 3, 0) == NULL,
+                 "tg_stack: shape (3, 288230376151711744) has too many elements");
+    tg_release(big);
+    tg_release(one);
+}
+
+ERROR_CASE(tg_stack, null_tensor, "a tensor in the list is NULL (an "
+                                  "earlier call failed)")
+{
+    const tg_tensor *parts[] = {NULL};
+    EXPECT_SILENT(tg_stack(parts, 1, 0) == NULL);
+}
+
+ERROR_CASE(tg_split, zero_dim, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1.0, TG_FLOAT32);
+    tg_tensor *out[1];
+    EXPECT_ERROR(tg_split(x, 1, 0, out, 1) == -1 && out[0] == NULL,
+                 "tg_split: cannot split a 0-d tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split, dim_out_of_range, "dim is out of range")
+{
+    tg_tensor *x = F32(2, 3);
+    EXPECT_ERROR(tg_split(x, 1, 5, NULL, 0) == -1,
+                 "tg_split: dim 5 is out of range for a tensor with 2 dims");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split, bad_split_size,
+           "split_size is negative, or 0 for a dim that is not empty")
+{
+    tg_tensor *x = F32(5);
+    EXPECT_ERROR(tg_split(x, 0, 0, NULL, 0) == -1,
+                 "tg_split: split_size 0 cannot cut dim 0 (size 5) of a tensor of shape (5,)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split, too_many_pieces, "the pieces would not fit in an int")
+{
+    tg_tensor *one = F32(1);
+    tg_tensor *big = tg_expand(one, TG_SHAPE(INT64_C(1) << 32));
+    EXPECT_ERROR(tg_split(big, 1, 0, NULL, 0) == -1,
+                 "tg_split: splitting dim 0 (size 4294967296) into pieces of 1 makes 4294967296 pieces");
+    tg_release(big);
+    tg_release(one);
+}
+
+ERROR_CASE(tg_split, out_too_small,
+           "out has room for fewer tensors than the pieces")
+{
+    tg_tensor *x = F32(5);
+    tg_tensor *out[2];
+    EXPECT_ERROR(tg_split(x, 2, 0, out, 2) == -1 && !out[0] && !out[1],
+                 "tg_split: out has room for 2 tensors (given) but the split makes 3");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split, null_tensor, "x is NULL (an earlier call failed)")
+{
+    tg_tensor *out[1] = {(tg_tensor *)out}; // must become NULL
+    EXPECT_SILENT(tg_split(NULL, 1, 0, out, 1) == -1 && out[0] == NULL);
+}
+
+ERROR_CASE(tg_split_sizes, zero_dim, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1.0, TG_FLOAT32);
+    tg_tensor *out[1];
+    EXPECT_ERROR(tg_split_sizes(x, TG_SHAPE(1), 0, out) == -1,
+                 "tg_split_sizes: cannot split a 0-d tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split_sizes, bad_arrays,
+           "sizes or out is NULL, or nsizes is negative")
+{
+    tg_tensor *x = F32(4);
+    EXPECT_ERROR(tg_split_sizes(x, NULL, 2, 0, NULL) == -1,
+                 "tg_split_sizes: got nsizes 2 with sizes NULL and out NULL");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split_sizes, size_does_not_fit,
+           "a size is negative or runs past the end of the dim")
+{
+    tg_tensor *x = F32(2, 4);
+    tg_tensor *out[2];
+    EXPECT_ERROR(tg_split_sizes(x, (int64_t[]){3, 2}, 2, 1, out) == -1,
+                 "tg_split_sizes: sizes[1] = 2 does not fit in dim 1 (size 4) of a tensor of shape (2, 4) after 3 elements");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split_sizes, sizes_sum_short,
+           "the sizes add up to less than the dim's size")
+{
+    tg_tensor *x = F32(5);
+    tg_tensor *out[2];
+    EXPECT_ERROR(tg_split_sizes(x, (int64_t[]){2, 2}, 2, 0, out) == -1,
+                 "tg_split_sizes: sizes add up to 4, not to the size 5 of dim 0 of a tensor of shape (5,)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split_sizes, null_tensor, "x is NULL (an earlier call failed)")
+{
+    tg_tensor *out[1];
+    EXPECT_SILENT(tg_split_sizes(NULL, TG_SHAPE(1), 0, out) == -1);
+}
+
+ERROR_CASE(tg_chunk, zero_dim, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1.0, TG_FLOAT32);
+    EXPECT_ERROR(tg_chunk(x, 2, 0, NULL, 0) == -1,
+                 "tg_chunk: cannot split a 0-d tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_chunk, bad_chunks, "chunks is 0 or negative")
+{
+    tg_tensor *x = F32(5);
+    EXPECT_ERROR(tg_chunk(x, 0, 0, NULL, 0) == -1, "tg_chunk: chunks is 0");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_chunk, out_null, "out is NULL but max_out is not 0")
+{
+    tg_tensor *x = F32(5);
+    EXPECT_ERROR(tg_chunk(x, 2, 0, NULL, 2) == -1,
+                 "tg_chunk: out has room for 2 tensors (NULL) but the split makes 2");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_chunk, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_chunk(NULL, 2, 0, NULL, 0) == -1);
 }
 
 /* The search behind the out-of-memory rows must be able to come back

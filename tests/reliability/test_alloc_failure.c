@@ -1566,6 +1566,61 @@ static int run_training_step(fixture *f)
 
 /* ------------------------------------------------------------- the table */
 
+/* ------------------------------------------------ joining and splitting */
+
+/* cat, stack, split, split_sizes, chunk and max_dim forward on x (2, 3, 4). */
+static int run_join(fixture *f)
+{
+    const tg_tensor *xx[] = {f->t[0], f->t[0]};
+    tg_tensor *c = tg_cat(xx, 2, 1);                         // (2, 6, 4)
+    tg_tensor *s = c ? tg_stack(xx, 2, -1) : NULL;           // (2, 3, 4, 2)
+    tg_tensor *p[3] = {0}, *q[2] = {0}, *r[2] = {0}, *idx = NULL;
+    int np = s ? tg_split(c, 4, 1, p, 3) : -1;               // 4, 2
+    int nq = np == 2 ? tg_split_sizes(f->t[0], TG_SHAPE(1, 2), 1, q) : -1;
+    int nr = nq == 2 ? tg_chunk(f->t[0], 2, -1, r, 2) : -1;
+    tg_tensor *m = nr == 2 ? tg_max_dim(f->t[0], 1, false, &idx) : NULL;
+    int rc = m ? 0 : -1;
+    for (int j = 0; j < 3; j++)
+        tg_release(p[j]);
+    for (int j = 0; j < 2; j++) {
+        tg_release(q[j]);
+        tg_release(r[j]);
+    }
+    tg_release(idx);
+    tg_release(m);
+    tg_release(s);
+    tg_release(c);
+    return rc;
+}
+
+/* The same ops on a leaf that requires grad, with their backward; the cat
+ * has nine inputs (more than TG_MAX_INPUTS). */
+static int run_join_backward(fixture *f)
+{
+    tg_tensor *rows[9] = {0};
+    tg_tensor *p[3] = {0};
+    int made = 0;
+    for (; made < 9; made++)
+        if (!(rows[made] = tg_select(f->t[0], 1, made % 3)))
+            break;
+    tg_tensor *c = made == 9
+                       ? tg_cat((const tg_tensor *const *)rows, 9, -1)
+                       : NULL;                                 // (2, 36)
+    int np = c ? tg_chunk(c, 3, 1, p, 3) : -1;                 // 3 x (2, 12)
+    tg_tensor *s = np == 3 ? tg_stack((const tg_tensor *const *)p, 3, 0)
+                           : NULL;                             // (3, 2, 12)
+    tg_tensor *m = s ? tg_min_dim(s, 0, false, NULL) : NULL;   // (2, 12)
+    tg_tensor *y = m ? tg_sum(m, NULL, 0, false) : NULL;
+    for (int j = 0; j < made; j++)
+        tg_release(rows[j]);
+    for (int j = 0; j < 3; j++)
+        tg_release(p[j]);
+    tg_release(c);
+    tg_release(s);
+    tg_release(m);
+    return backward_and_clear(y, f->t, 1);
+}
+
 static const oom_case oom_cases[] = {
     {"tg_zeros", NULL, run_zeros, NULL},
     {"tg_from_array", NULL, run_from_array, NULL},
@@ -1665,6 +1720,10 @@ static const oom_case oom_cases[] = {
     {"tg_batches_new, tg_batches_next", setup_data, run_batches, NULL},
     {"tg_accuracy", setup_data, run_accuracy, NULL},
     {"training step", setup_training, run_training_step, NULL},
+    {"tg_cat, tg_stack, tg_split, tg_split_sizes, tg_chunk, tg_max_dim",
+     setup_x234, run_join, x_unchanged},
+    {"joining and splitting with backward, tg_min_dim", setup_x234_grad,
+     run_join_backward, NULL},
 };
 
 #define NCASES ((int)(sizeof oom_cases / sizeof *oom_cases))

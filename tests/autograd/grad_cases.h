@@ -51,5 +51,7 @@ extern const tg_grad_case tg_grad_cases_norm[];
 extern const size_t tg_grad_cases_norm_count;
 extern const tg_grad_case tg_grad_cases_loss[];
 extern const size_t tg_grad_cases_loss_count;
+extern const tg_grad_case tg_grad_cases_index[];
+extern const size_t tg_grad_cases_index_count;
 
 #endif

@@ -361,7 +361,8 @@ tg_tensor *tg_index(const tg_tensor *x, const tg_tensor *idx);
 tg_tensor *tg_gather(const tg_tensor *x, int dim, const tg_tensor *idx);
 /* As torch.nn.functional.one_hot(idx, num_classes): int64, idx's shape
  * followed by (num_classes,), 1 at each idx value and 0 elsewhere.
- * num_classes -1 means max(idx) + 1. Class values lie in
+ * num_classes -1 means max(idx) + 1 (an empty idx then needs
+ * num_classes >= 1, as in PyTorch). Class values lie in
  * [0, num_classes). Not differentiable (no node is recorded). New
  * reference; idx borrowed. */
 tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);

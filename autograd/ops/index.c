@@ -491,17 +491,16 @@ tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes)
         if (v[k] > max)
             max = v[k];
     }
-    if (C == -1) {
-        if (ic->numel == 0) {
-            tg_error(fn,
-                     "cannot infer the number of classes of an empty idx\n"
-                     "  rule: num_classes -1 means max(idx) + 1, which an "
-                     "empty idx does not have\n"
-                     "  hint: give num_classes");
-            goto done;
-        }
-        C = max + 1;
+    if (ic->numel == 0 && C <= 0) { // as PyTorch, also for num_classes 0
+        tg_error(fn,
+                 "cannot infer the number of classes of an empty idx\n"
+                 "  rule: num_classes -1 means max(idx) + 1, which an empty "
+                 "idx does not have, and PyTorch refuses 0 classes too\n"
+                 "  hint: give num_classes >= 1");
+        goto done;
     }
+    if (C == -1)
+        C = max + 1;
     if (max >= C) {
         tg_error(fn,
                  "class value %lld is too large for %lld classes\n"

@@ -300,3 +300,31 @@ TG_TEST(index_exact, idx_changed_in_place_is_refused)
     tg_release(idx);
     tg_release(x);
 }
+
+/* one_hot's edges, as F.one_hot 1.13 gives them: a 0-d idx, an empty idx
+ * with 3 classes, and the refusals of 0 classes. */
+TG_TEST(index_exact, one_hot_edges)
+{
+    tg_tensor *two = check(tg_scalar(2, TG_INT64));
+    tg_tensor *y = check(tg_one_hot(two, 4));
+    cr_assert_eq(y->ndim, 1);
+    cr_assert_eq(y->dtype, TG_INT64);
+    const int64_t want[] = {0, 0, 1, 0};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(tg_data_i64(y)[k], want[k]);
+    tg_release(y);
+    tg_tensor *none = check(tg_zeros(TG_SHAPE(0), TG_INT64));
+    tg_tensor *e = check(tg_one_hot(none, 3));
+    cr_assert_eq(e->ndim, 2);
+    cr_assert_eq(e->shape[0], 0);
+    cr_assert_eq(e->shape[1], 3);
+    tg_release(e);
+    cr_assert_null(tg_one_hot(none, 0));
+    tg_assert_error("cannot infer the number of classes");
+    tg_tensor *zero = check(tg_zeros(TG_SHAPE(1), TG_INT64));
+    cr_assert_null(tg_one_hot(zero, 0));
+    tg_assert_error("class value 0 is too large for 0 classes");
+    tg_release(zero);
+    tg_release(none);
+    tg_release(two);
+}

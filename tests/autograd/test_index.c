@@ -328,3 +328,24 @@ TG_TEST(index_exact, one_hot_edges)
     tg_release(none);
     tg_release(two);
 }
+
+/* gather on a 0-d x reads it as (1,), as torch.gather does: a 0-d idx
+ * holding 0 picks the value, and the gradient comes back to it. */
+TG_TEST(index_exact, gather_0d)
+{
+    tg_tensor *x = check(tg_scalar(5, TG_FLOAT64));
+    tg_set_requires_grad(x, true);
+    tg_tensor *zero = check(tg_scalar(0, TG_INT64));
+    tg_tensor *y = check(tg_gather(x, 0, zero));
+    cr_assert_eq(y->ndim, 0);
+    cr_assert_eq(tg_item(y), 5.0);
+    cr_assert_eq(tg_backward(y), 0, "%s", tg_last_error());
+    cr_assert_eq(tg_item(x->grad), 1.0);
+    tg_tensor *one = check(tg_scalar(1, TG_INT64));
+    cr_assert_null(tg_gather(x, 0, one));
+    tg_assert_error("index 1 is out of range for dim 0 of x of shape ()");
+    tg_release(one);
+    tg_release(y);
+    tg_release(zero);
+    tg_release(x);
+}

@@ -167,6 +167,8 @@ TG_TEST(embedding, forward_and_backward_match_numpy)
     cr_assert_eq(y->ndim, 3);
     cr_assert_eq(y->shape[2], 10);
     tg_test_check_ref(tg_retain(y), "index_emb_f32_out", 0, 0);
+    /* tg_index's node: PyTorch's F.embedding says EmbeddingBackward0 */
+    cr_assert_str_eq(tg_grad_fn_name(y), "IndexBackward0");
     tg_backward_options o = {.grad = g};
     cr_assert_eq(tg_backward_ex(y, &o), 0, "%s", tg_last_error());
     /* float32 sums of up to a dozen values against NumPy's float64 sum

@@ -1,8 +1,8 @@
 /*
  * autograd/ops.h - the operations a user calls on tensors: views,
  * elementwise maths with broadcasting, reductions, softmax, matmul,
- * LayerNorm and BatchNorm, the losses, and joining and splitting (cat,
- * stack, split, chunk).
+ * LayerNorm and BatchNorm, the losses, joining and splitting (cat,
+ * stack, split, chunk), and indexing by integer tensors.
  *
  * Each op lives in one file of autograd/ops/ with its forward, its math and
  * (as the tape grows) its backward. Semantics follow PyTorch: same shapes,
@@ -392,6 +392,42 @@ int tg_split_sizes(const tg_tensor *x, const int64_t *sizes, int nsizes,
  * receives new references; x borrowed. */
 int tg_chunk(const tg_tensor *x, int chunks, int dim, tg_tensor **out,
              int max_out);
+
+/* --------------------------------------------------------------- indexing */
+/* Picking elements by integer position (autograd/ops/index.c). idx is an
+ * int64 tensor of any layout; every index is checked. The backward adds
+ * each output gradient into the element it was copied from, so an index
+ * that repeats sums its gradients (index_add, scatter_add); idx gets no
+ * gradient. */
+
+/* As torch.index_select(x, dim, idx): x with dim replaced by the
+ * idx.numel() slices idx picks, in idx's order, repeats allowed. idx is
+ * 1-D (or 0-d: one slice, dim kept). Indices lie in [0, x.shape[dim]):
+ * negative ones are refused, as PyTorch's index_select does. x has at
+ * least one dim (PyTorch also takes a 0-d x). Records
+ * IndexSelectBackward0. New reference; arguments borrowed. */
+tg_tensor *tg_index_select(const tg_tensor *x, int dim, const tg_tensor *idx);
+/* PyTorch's x[idx] for an integer tensor idx of any shape: the rows of x
+ * (dim 0) that idx names, shaped idx.shape + x.shape[1:], so a (27, 10)
+ * embedding table indexed by (32, 3) contexts gives (32, 3, 10) (makemore's
+ * C[Xb]). Indices lie in [-n, n) for n = x.shape[0]; a negative one counts
+ * from the end, as in PyTorch's x[idx]. Records IndexBackward0. New
+ * reference; arguments borrowed. */
+tg_tensor *tg_index(const tg_tensor *x, const tg_tensor *idx);
+/* As torch.gather(x, dim, idx): out[p] = x[p with p[dim] replaced by
+ * idx[p]], of idx's shape. idx has x's number of dims and
+ * idx.shape[d] <= x.shape[d] for every d != dim; indices lie in
+ * [0, x.shape[dim]). makemore's logprobs[range(n), Yb] is
+ * tg_gather(logprobs, 1, Yb viewed as (n, 1)). Records GatherBackward0.
+ * New reference; arguments borrowed. */
+tg_tensor *tg_gather(const tg_tensor *x, int dim, const tg_tensor *idx);
+/* As torch.nn.functional.one_hot(idx, num_classes): int64, idx's shape
+ * followed by (num_classes,), 1 at each idx value and 0 elsewhere.
+ * num_classes -1 means max(idx) + 1 (an empty idx then needs
+ * num_classes >= 1, as in PyTorch). Class values lie in
+ * [0, num_classes). Not differentiable (no node is recorded). New
+ * reference; idx borrowed. */
+tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);
 
 #ifdef __cplusplus
 }

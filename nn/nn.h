@@ -2,9 +2,10 @@
  * nn/nn.h - what training a model takes, as torch.nn and torch.optim: the
  * module object (parameters, buffers, children, train/eval mode); the
  * layers Linear, ReLU, Tanh, GELU, Dropout, Sequential, LayerNorm,
- * BatchNorm1d and BatchNorm2d; optimisers (SGD, Adam, AdamW) and
- * learning-rate schedules; checkpoints; seeded toy datasets and shuffled
- * mini-batches; Python's random module and the makemore word lists. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
+ * BatchNorm1d, BatchNorm2d, Embedding and Flatten; optimisers (SGD, Adam,
+ * AdamW) and learning-rate schedules; checkpoints; seeded toy datasets
+ * and shuffled mini-batches; Python's random module and the makemore word
+ * lists. The losses are ops (autograd/ops.h: tg_cross_entropy, ...).
  *
  * A module is an object, not a tensor: it is not reference-counted. The
  * code that makes one frees it with tg_module_free(), which releases its
@@ -249,6 +250,26 @@ typedef enum tg_activation {
 tg_module *tg_mlp_new(int64_t in_features, const int64_t *hidden, int nhidden,
                       int64_t out_features, tg_norm_kind norm,
                       tg_activation activation);
+
+/* nn.Embedding(num_embeddings, embedding_dim): a table "weight"
+ * (num_embeddings, embedding_dim), float32, drawn N(0, 1) from the default
+ * generator row by row as PyTorch's init.normal_ does: after
+ * tg_manual_seed(s) it equals nn.Embedding's after torch.manual_seed(s).
+ * The input is an int64 tensor of indices of any shape, each in
+ * [0, num_embeddings) (negative ones are refused, as in PyTorch); the
+ * output is its shape followed by (embedding_dim,), the looked-up rows
+ * (tg_index, whose backward sums the gradients of a repeated row). Prints
+ * as "Embedding(27, 10)". No padding_idx or max_norm. The caller frees the
+ * module with tg_module_free() (unless a parent takes it). */
+tg_module *tg_embedding_new(int64_t num_embeddings, int64_t embedding_dim);
+/* nn.Flatten(start_dim, end_dim): dims start_dim..end_dim of the input
+ * (negative ones counted from its end) merged into one, as torch.flatten;
+ * PyTorch's defaults are start_dim 1 and end_dim -1, which keep the batch
+ * dim: an (N, 3, 10) batch of embeddings becomes (N, 30). A view when the
+ * strides allow it (tg_reshape). The dims are checked against each input.
+ * Prints as "Flatten(start_dim=1, end_dim=-1)". The caller frees the
+ * module with tg_module_free() (unless a parent takes it). */
+tg_module *tg_flatten_new(int start_dim, int end_dim);
 
 /* ------------------------------------------------------------- optimisers */
 

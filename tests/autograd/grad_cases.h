@@ -53,5 +53,7 @@ extern const tg_grad_case tg_grad_cases_loss[];
 extern const size_t tg_grad_cases_loss_count;
 extern const tg_grad_case tg_grad_cases_join[];
 extern const size_t tg_grad_cases_join_count;
+extern const tg_grad_case tg_grad_cases_index[];
+extern const size_t tg_grad_cases_index_count;
 
 #endif

@@ -15,11 +15,13 @@ static const tg_grad_case *case_at(size_t i)
     const tg_grad_case *tables[] = {tg_grad_cases_elementwise,
                                     tg_grad_cases_view, tg_grad_cases_reduce,
                                     tg_grad_cases_norm, tg_grad_cases_loss,
-                                    tg_grad_cases_join};
+                                    tg_grad_cases_join,
+                                    tg_grad_cases_index};
     size_t counts[] = {tg_grad_cases_elementwise_count,
                        tg_grad_cases_view_count, tg_grad_cases_reduce_count,
                        tg_grad_cases_norm_count, tg_grad_cases_loss_count,
-                       tg_grad_cases_join_count};
+                       tg_grad_cases_join_count,
+                       tg_grad_cases_index_count};
     for (size_t t = 0; t < sizeof counts / sizeof *counts; t++) {
         if (i < counts[t])
             return &tables[t][i];
@@ -32,7 +34,8 @@ static size_t case_count(void)
 {
     return tg_grad_cases_elementwise_count + tg_grad_cases_view_count +
            tg_grad_cases_reduce_count + tg_grad_cases_norm_count +
-           tg_grad_cases_loss_count + tg_grad_cases_join_count;
+           tg_grad_cases_loss_count + tg_grad_cases_join_count +
+           tg_grad_cases_index_count;
 }
 
 /* A float64 input laid out as spec says, values from gen. */

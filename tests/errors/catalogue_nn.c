@@ -458,6 +458,43 @@ ERROR_CASE(tg_module_forward, null_module,
     tg_release(x);
 }
 
+ERROR_CASE(tg_module_forward, embedding_index_out_of_range,
+           "an Embedding gets an index outside [0, num_embeddings), "
+           "negative ones included")
+{
+    tg_module *m = tg_embedding_new(27, 10);
+    tg_tensor *x = tg_full(TG_SHAPE(2, 3), 27, TG_INT64);
+    EXPECT_ERROR(tg_module_forward(m, x) == NULL,
+                 "tg_module_forward: Embedding(27, 10) got index 27");
+    tg_release(x);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_forward, embedding_float_input,
+           "an Embedding gets float indices")
+{
+    tg_module *m = tg_embedding_new(27, 10);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    EXPECT_ERROR(tg_module_forward(m, x) == NULL,
+                 "tg_module_forward: Embedding(27, 10) got a float32 input "
+                 "of shape (2, 3)");
+    tg_release(x);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_forward, flatten_dims,
+           "a Flatten's start_dim or end_dim is not a dim of the input, or "
+           "start_dim comes after end_dim")
+{
+    tg_module *m = tg_flatten_new(1, -1);
+    tg_tensor *x = tg_zeros(TG_SHAPE(5), TG_FLOAT32);
+    EXPECT_ERROR(tg_module_forward(m, x) == NULL,
+                 "tg_module_forward: Flatten(start_dim=1, end_dim=-1) got an "
+                 "input of shape (5,)");
+    tg_release(x);
+    tg_module_free(m);
+}
+
 NEVER_FAILS(tg_module_train, "does nothing for NULL");
 NEVER_FAILS(tg_module_is_training, "answers false for NULL");
 
@@ -826,6 +863,31 @@ ERROR_CASE(tg_mlp_new, unknown_activation,
     EXPECT_ERROR(tg_mlp_new(2, (int64_t[]){8}, 1, 3, TG_NORM_BATCH,
                             (tg_activation)9) == NULL,
                  "tg_mlp_new: unknown activation 9");
+}
+
+ERROR_CASE(tg_embedding_new, zero_size, "num_embeddings or embedding_dim is 0")
+{
+    EXPECT_ERROR(tg_embedding_new(27, 0) == NULL,
+                 "tg_embedding_new: cannot make an Embedding with "
+                 "num_embeddings 27 and embedding_dim 0");
+}
+
+ERROR_CASE(tg_embedding_new, too_large,
+           "num_embeddings * embedding_dim is beyond any memory")
+{
+    int64_t big = INT64_C(1) << 40;
+    EXPECT_ERROR(tg_embedding_new(big, big) == NULL,
+                 "tg_embedding_new: shape (1099511627776, 1099511627776) "
+                 "has too many elements");
+}
+
+ERROR_CASE(tg_flatten_new, out_of_memory,
+           "memory runs out (the message names tg_module_new)")
+{
+    tg_fail_allocations_after(0);
+    tg_module *m = tg_flatten_new(1, -1);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(m == NULL, "tg_module_new: out of memory");
 }
 
 /* ---- optimisers ---- */

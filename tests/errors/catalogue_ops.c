@@ -2681,3 +2681,233 @@ TG_TEST(catalogue_ops, histogram_huge_bins_named_as_bins)
                     "rule: bins must be >= 1 (and below 2^59)");
     tg_release(x);
 }
+
+/* --------------------------------------------------------------- indexing */
+
+/* int64 indices 0..n-1 of the given shape. */
+#define IDX(...) tg_zeros(TG_SHAPE(__VA_ARGS__), TG_INT64)
+
+ERROR_CASE(tg_index_select, out_of_range,
+           "an index is >= x.shape[dim], or negative")
+{
+    tg_tensor *x = F32(3, 4);
+    const int64_t v[] = {0, 2, -1};
+    tg_tensor *idx = tg_from_array(v, TG_SHAPE(3), TG_INT64);
+    tg_tensor *y = tg_index_select(x, 0, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_index_select: index -1 is out of range for dim 0 of x of shape (3, 4)");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index_select, float_idx, "idx is not int64")
+{
+    tg_tensor *x = F32(3, 4), *idx = F32(2);
+    tg_tensor *y = tg_index_select(x, 0, idx);
+    EXPECT_ERROR(y == NULL, "tg_index_select: idx is float32");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index_select, idx_2d, "idx has more than one dim")
+{
+    tg_tensor *x = F32(3, 4), *idx = IDX(2, 2);
+    tg_tensor *y = tg_index_select(x, 0, idx);
+    EXPECT_ERROR(y == NULL, "tg_index_select: idx has shape (2, 2)");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index_select, zero_dim_x, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1, TG_FLOAT32), *idx = IDX(1);
+    tg_tensor *y = tg_index_select(x, 0, idx);
+    EXPECT_ERROR(y == NULL, "tg_index_select: cannot index a 0-d tensor");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index_select, bad_dim, "dim is out of range")
+{
+    tg_tensor *x = F32(3, 4), *idx = IDX(1);
+    tg_tensor *y = tg_index_select(x, 2, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_index_select: dim 2 is out of range for a tensor with 2 dims");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index_select, null_tensor,
+           "x or idx is NULL (an earlier call failed)")
+{
+    tg_tensor *x = F32(3, 4);
+    EXPECT_SILENT(tg_index_select(x, 0, NULL) == NULL);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index, out_of_range,
+           "an index is >= x.shape[0] or < -x.shape[0]")
+{
+    tg_tensor *x = F32(27, 10);
+    const int64_t v[] = {0, 26, 27, 5};
+    tg_tensor *idx = tg_from_array(v, TG_SHAPE(2, 2), TG_INT64);
+    tg_tensor *y = tg_index(x, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_index: index 27 is out of range for dim 0 of x of shape (27, 10)");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index, float_idx, "idx is not int64")
+{
+    tg_tensor *x = F32(3, 4), *idx = F64(2);
+    tg_tensor *y = tg_index(x, idx);
+    EXPECT_ERROR(y == NULL, "tg_index: idx is float64");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index, zero_dim_x, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1, TG_FLOAT32), *idx = IDX(1);
+    tg_tensor *y = tg_index(x, idx);
+    EXPECT_ERROR(y == NULL, "tg_index: cannot index a 0-d tensor");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index, too_many_dims,
+           "idx.ndim + x.ndim - 1 is more than TG_MAX_DIMS")
+{
+    tg_tensor *x = F32(2, 1, 1, 1, 1), *idx = IDX(1, 1, 1, 1, 1);
+    tg_tensor *y = tg_index(x, idx);
+    EXPECT_ERROR(y == NULL, "tg_index: cannot make a shape with 9 dims");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_index, null_tensor, "x or idx is NULL (an earlier call failed)")
+{
+    tg_tensor *idx = IDX(2);
+    EXPECT_SILENT(tg_index(NULL, idx) == NULL);
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_gather, out_of_range, "an index is >= x.shape[dim], or negative")
+{
+    tg_tensor *x = F32(4, 3);
+    const int64_t v[] = {0, 3, 1, 2};
+    tg_tensor *idx = tg_from_array(v, TG_SHAPE(4, 1), TG_INT64);
+    tg_tensor *y = tg_gather(x, 1, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_gather: index 3 is out of range for dim 1 of x of shape (4, 3)");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_gather, ndim_mismatch,
+           "idx has a different number of dims than x (labels (N,) for (N, C))")
+{
+    tg_tensor *x = F32(4, 3), *idx = IDX(4);
+    tg_tensor *y = tg_gather(x, 1, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_gather: idx of shape (4,) and x of shape (4, 3) have different numbers of dims");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_gather, idx_too_large,
+           "idx is larger than x in a dim other than dim")
+{
+    tg_tensor *x = F32(2, 3), *idx = IDX(3, 1);
+    tg_tensor *y = tg_gather(x, 1, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_gather: idx of shape (3, 1) is larger than x of shape (2, 3) in dim 0");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_gather, float_idx, "idx is not int64")
+{
+    tg_tensor *x = F32(4, 3), *idx = F32(4, 1);
+    tg_tensor *y = tg_gather(x, 1, idx);
+    EXPECT_ERROR(y == NULL, "tg_gather: idx is float32");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_gather, bad_dim, "dim is out of range")
+{
+    tg_tensor *x = F32(4, 3), *idx = IDX(4, 1);
+    tg_tensor *y = tg_gather(x, -3, idx);
+    EXPECT_ERROR(y == NULL,
+                 "tg_gather: dim -3 is out of range for a tensor with 2 dims");
+    tg_release(idx);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_gather, null_tensor, "x or idx is NULL (an earlier call failed)")
+{
+    tg_tensor *x = F32(4, 3);
+    EXPECT_SILENT(tg_gather(x, 1, NULL) == NULL);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_one_hot, negative_class, "a class value is negative")
+{
+    const int64_t v[] = {1, -1};
+    tg_tensor *idx = tg_from_array(v, TG_SHAPE(2), TG_INT64);
+    tg_tensor *y = tg_one_hot(idx, 3);
+    EXPECT_ERROR(y == NULL,
+                 "tg_one_hot: class value -1 at flat position 1 is negative");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, class_too_large, "a class value is >= num_classes")
+{
+    const int64_t v[] = {1, 3};
+    tg_tensor *idx = tg_from_array(v, TG_SHAPE(2), TG_INT64);
+    tg_tensor *y = tg_one_hot(idx, 3);
+    EXPECT_ERROR(y == NULL,
+                 "tg_one_hot: class value 3 is too large for 3 classes");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, bad_num_classes, "num_classes is below -1")
+{
+    tg_tensor *idx = IDX(2);
+    tg_tensor *y = tg_one_hot(idx, -2);
+    EXPECT_ERROR(y == NULL, "tg_one_hot: num_classes is -2");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, infer_from_empty,
+           "num_classes is -1 and idx is empty")
+{
+    tg_tensor *idx = IDX(0);
+    tg_tensor *y = tg_one_hot(idx, -1);
+    EXPECT_ERROR(y == NULL,
+                 "tg_one_hot: cannot infer the number of classes of an empty idx");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, float_idx, "idx is not int64")
+{
+    tg_tensor *idx = F32(2);
+    tg_tensor *y = tg_one_hot(idx, 3);
+    EXPECT_ERROR(y == NULL, "tg_one_hot: idx is float32");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, too_many_dims, "idx already has TG_MAX_DIMS dims")
+{
+    tg_tensor *idx = IDX(1, 1, 1, 1, 1, 1, 1, 1);
+    tg_tensor *y = tg_one_hot(idx, 3);
+    EXPECT_ERROR(y == NULL, "tg_one_hot: cannot make a shape with 9 dims");
+    tg_release(idx);
+}
+
+ERROR_CASE(tg_one_hot, null_tensor, "idx is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_one_hot(NULL, 3) == NULL);
+}

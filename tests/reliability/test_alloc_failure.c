@@ -886,6 +886,53 @@ static int run_bce(fixture *f)
     return backward_and_clear(y ? weighted_sum(y, f->t[2]) : NULL, f->t, 1);
 }
 
+/* --------------------------------------------------------------- indexing */
+
+/* x (4, 3) float64 needing grad, a non-contiguous view of it, and int64
+ * indices: (2, 3) with repeats and a negative one for x[idx], (5,) for
+ * index_select, (4, 2) for gather. */
+static int setup_index(fixture *f)
+{
+    tg_manual_seed(6);
+    f->t[0] = randn(TG_SHAPE(4, 3), TG_FLOAT64, true);
+    const int64_t rows[] = {3, 0, 3, -1, 1, 3};
+    f->t[1] = tg_from_array(rows, TG_SHAPE(2, 3), TG_INT64);
+    const int64_t sel[] = {2, 2, 0, 1, 2};
+    f->t[2] = tg_from_array(sel, TG_SHAPE(5), TG_INT64);
+    const int64_t cols[] = {0, 2, 1, 1, 2, 2, 0, 1};
+    f->t[3] = tg_from_array(cols, TG_SHAPE(4, 2), TG_INT64);
+    return f->t[3] ? 0 : -1;
+}
+
+/* Forward and backward of x[idx], index_select along dim 1 of the
+ * transposed x, and gather. */
+static int run_index_ops(fixture *f)
+{
+    tg_tensor *a = tg_index(f->t[0], f->t[1]);
+    tg_tensor *t = tg_transpose(f->t[0], 0, 1); // (3, 4), non-contiguous
+    tg_tensor *b = t ? tg_index_select(t, 1, f->t[2]) : NULL;
+    tg_tensor *c = tg_gather(f->t[0], 1, f->t[3]);
+    tg_tensor *sa = a ? sum_all(a) : NULL;
+    tg_tensor *sb = b ? sum_all(b) : NULL;
+    tg_tensor *sc = c ? sum_all(c) : NULL;
+    tg_tensor *ab = sa && sb ? tg_add(sa, sb) : NULL;
+    tg_tensor *abc = ab && sc ? tg_add(ab, sc) : NULL;
+    tg_release(ab);
+    tg_release(sc);
+    tg_release(sb);
+    tg_release(sa);
+    tg_release(t);
+    return backward_and_clear(abc, f->t, 1);
+}
+
+static int run_one_hot(fixture *f)
+{
+    tg_tensor *a = tg_one_hot(f->t[3], -1);
+    tg_tensor *b = a ? tg_one_hot(f->t[2], 5) : NULL;
+    tg_release(a);
+    return done(b);
+}
+
 /* ---------------------------------------------------------------- backward */
 
 /* A small graph built once, with the hook off: every failure then happens
@@ -1141,6 +1188,16 @@ static int run_linear_new(fixture *f)
     return m ? 0 : -1;
 }
 
+static int run_embedding_flatten_new(fixture *f)
+{
+    (void)f;
+    tg_module *e = tg_embedding_new(27, 10);
+    tg_module *fl = e ? tg_flatten_new(1, -1) : NULL;
+    tg_module_free(fl);
+    tg_module_free(e);
+    return fl ? 0 : -1;
+}
+
 static int run_sequential_new(fixture *f)
 {
     (void)f;
@@ -1245,6 +1302,31 @@ static int setup_mlp_batch(fixture *f)
 static int setup_mlp_layer(fixture *f)
 {
     return setup_mlp(f, TG_NORM_LAYER);
+}
+
+/* makemore's first layers: Embedding(27, 10), Flatten, Linear(30, 4), with
+ * (5, 3) contexts; sum_all of the output as the loss. */
+static int setup_embedding(fixture *f)
+{
+    tg_manual_seed(10);
+    f->m = tg_sequential_new(NULL, 0);
+    if (!f->m || tg_sequential_append(f->m, tg_embedding_new(27, 10)) < 0 ||
+        tg_sequential_append(f->m, tg_flatten_new(1, -1)) < 0 ||
+        tg_sequential_append(f->m, tg_linear_new(30, 4, true)) < 0)
+        return -1;
+    f->t[0] = tg_randint(0, 27, TG_SHAPE(5, 3));
+    list_params(f);
+    return f->t[0] ? 0 : -1;
+}
+
+static int run_embedding_backward(fixture *f)
+{
+    tg_tensor *y = tg_module_forward(f->m, f->t[0]);
+    tg_tensor *l = y ? sum_all(y) : NULL;
+    int rc = l ? tg_backward(l) : -1;
+    tg_release(l);
+    module_clear_grads(f);
+    return rc;
 }
 
 /* A training-mode forward and backward through the module. */
@@ -1666,6 +1748,9 @@ static const oom_case oom_cases[] = {
     {"tg_nll_loss", setup_loss, run_nll, NULL},
     {"tg_cross_entropy", setup_loss, run_cross_entropy, NULL},
     {"tg_binary_cross_entropy_with_logits", setup_loss, run_bce, NULL},
+    {"tg_index, tg_index_select, tg_gather with backward", setup_index,
+     run_index_ops, NULL},
+    {"tg_one_hot", setup_index, run_one_hot, NULL},
     {"tg_backward of a built graph", setup_graph, run_backward, NULL},
     {"forward and tg_backward_ex", setup_graph, run_graph, NULL},
     {"tg_backward_ex with a gradient and inputs", setup_graph,
@@ -1681,6 +1766,10 @@ static const oom_case oom_cases[] = {
     {"tg_fprint", setup_print, run_fprint, NULL},
     {"tg_linear_new", NULL, run_linear_new, NULL},
     {"tg_sequential_new", NULL, run_sequential_new, NULL},
+    {"tg_embedding_new, tg_flatten_new", NULL, run_embedding_flatten_new,
+     NULL},
+    {"Embedding, Flatten, Linear: forward and backward", setup_embedding,
+     run_embedding_backward, NULL},
     {"tg_mlp_new", NULL, run_mlp_new_plain, NULL},
     {"tg_mlp_new with BatchNorm", NULL, run_mlp_new_batch, NULL},
     {"tg_mlp_new with LayerNorm", NULL, run_mlp_new_layer, NULL},

@@ -143,6 +143,22 @@ static void quiet_end(tg_error_handler previous, char *buf, size_t size,
     snprintf(buf, size, "%s", msg);
 }
 
+/* The last name of path, trailing '/'s aside: its start, returned, and
+ * its length in *blen; *len is the length of path without those '/'s
+ * ("a/b/" gives "b", 1 and 3). */
+static const char *last_name(const char *path, size_t *len, size_t *blen)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *base = path + n;
+    while (base > path && base[-1] != '/')
+        base--;
+    *len = n;
+    *blen = (size_t)(path + n - base);
+    return base;
+}
+
 static bool is_folder(const char *path)
 {
     struct stat st;
@@ -254,13 +270,8 @@ static void save_paths_free(save_paths *p)
 static int save_paths_make(const char *fn, const char *dir, save_paths *p)
 {
     memset(p, 0, sizeof *p);
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    const char *base = dir + len;
-    while (base > dir && base[-1] != '/')
-        base--;
-    size_t blen = (size_t)(dir + len - base);
+    size_t len, blen;
+    const char *base = last_name(dir, &len, &blen);
     if ((blen == 1 && base[0] == '.') ||
         (blen == 2 && base[0] == '.' && base[1] == '.') ||
         (blen == 1 && base[0] == '/')) {
@@ -600,13 +611,8 @@ static tg_tensor *read_one(const char *fn, const char *dir,
  * folder's path goes into out. */
 static bool interrupted_save_left(const char *dir, char *out, size_t size)
 {
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    const char *base = dir + len;
-    while (base > dir && base[-1] != '/')
-        base--;
-    size_t blen = (size_t)(dir + len - base);
+    size_t len, blen;
+    const char *base = last_name(dir, &len, &blen);
     size_t plen = (size_t)(base - dir); // the parent with its '/'
     char parent[4096];
     if (plen >= sizeof parent)

@@ -83,30 +83,15 @@ struct tg_words {
 
 /* ------------------------------------------------------------ the file */
 
-/* What a file that is not a regular one is, for the message. */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO (named pipe)";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a regular file";
-}
-
 /* The bytes of the regular file at path with a NUL after them (*size
  * bytes before it): a buffer the caller frees, or NULL with an error. */
 static char *read_file(const char *fn, const char *path, size_t *size)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it changes
-     * nothing for a regular file, the only kind read below. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
+    int fd;
+    unsigned mode;
+    uint64_t nbytes;
+    int opened = tg_io_open_regular(path, &fd, &mode, &nbytes);
+    if (opened == -1) {
         int err = errno;
         tg_error(fn,
                  "cannot open '%s': %s\n"
@@ -114,27 +99,19 @@ static char *read_file(const char *fn, const char *path, size_t *size)
                  path, strerror(err));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        tg_error(fn, "cannot stat '%s': %s", path, strerror(err));
-        close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
+    if (opened == -2) {
         tg_error(fn,
                  "'%s' is %s\n"
                  "  rule: a word list is read from a regular file "
                  "(symbolic links are followed)\n"
                  "  hint: pass the path of a text file, one word per line",
-                 path, file_kind(st.st_mode));
-        close(fd);
+                 path, tg_file_kind(mode));
         return NULL;
     }
     /* Room for the size fstat gives, the NUL, and one byte more so that
      * the read that finds the end needs no bigger buffer; but read until
      * the end anyway: a file may grow while it is read. */
-    size_t cap = (size_t)st.st_size + 2, n = 0;
+    size_t cap = (size_t)nbytes + 2, n = 0;
     char *buf = tg_malloc(cap);
     bool ok = buf != NULL;
     while (ok) {
@@ -166,7 +143,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
     if (!ok) {
         free(buf);
         tg_error(fn, "out of memory reading '%s' (%lld bytes)", path,
-                 (long long)st.st_size);
+                 (long long)nbytes);
         return NULL;
     }
     buf[n] = '\0';

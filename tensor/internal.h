@@ -369,6 +369,13 @@ void tg_io_unique_suffix(char out[TG_IO_SUFFIX_SIZE]);
 /* The folder that holds path ("." for a bare name), malloc'd; NULL when
  * memory runs out. */
 char *tg_io_parent(const char *path);
+/* Opens path for reading, following links, without blocking on a FIFO:
+ * 0 with *fd open and *size its size when it is a regular file; -2 when it is something else
+ * (*mode says what; nothing is left open); -1 with errno set when it cannot
+ * be opened. Loaders refuse anything but regular files so that a load can
+ * neither block nor read forever. */
+int tg_io_open_regular(const char *path, int *fd, unsigned *mode,
+                       uint64_t *size);
 /* "a folder", "a device", "a FIFO (named pipe)", ...: for messages. */
 const char *tg_file_kind(unsigned mode);
 /* Writes x as a .npy file at path, which must not exist yet (it is

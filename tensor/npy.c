@@ -920,9 +920,11 @@ tg_tensor *tg_load_npy(const char *path)
                      "  rule: pass the name of a .npy file");
         return NULL;
     }
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
+    int fd;
+    unsigned mode;
+    uint64_t nbytes;
+    int opened = tg_io_open_regular(path, &fd, &mode, &nbytes);
+    if (opened == -1) {
         int err = errno;
         tg_error(fn,
                  "cannot open '%s': %s\n"
@@ -930,9 +932,7 @@ tg_tensor *tg_load_npy(const char *path)
                  path, strerror(err));
         return NULL;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
+    if (opened == -2) {
         tg_error(fn,
                  "cannot read '%s': it is %s, not a regular file\n"
                  "  rule: a .npy file is a regular file (a link to one is "
@@ -940,10 +940,9 @@ tg_tensor *tg_load_npy(const char *path)
                  "  hint: is the path right? devices, FIFOs and folders are "
                  "refused so that a load can neither block nor read "
                  "forever",
-                 path, tg_file_kind((unsigned)st.st_mode));
+                 path, tg_file_kind(mode));
         return NULL;
     }
-    uint64_t nbytes = (uint64_t)st.st_size;
     size_t have = nbytes < NPY_HEADER_MAX + 12 ? (size_t)nbytes
                                                : NPY_HEADER_MAX + 12;
     unsigned char *head = tg_malloc(have > 0 ? have : 1);

@@ -422,7 +422,7 @@ TG_TEST(words, only_regular_files)
     const char *dir = in_scratch("dir");
     cr_assert_eq(mkdir(dir, 0700), 0);
     cr_assert_null(tg_words_load(dir));
-    snprintf(msg, sizeof msg, "tg_words_load: '%s' is a directory", dir);
+    snprintf(msg, sizeof msg, "tg_words_load: '%s' is a folder", dir);
     tg_assert_error(msg);
 
     cr_assert_null(tg_words_load("/dev/null"));
@@ -433,7 +433,7 @@ TG_TEST(words, only_regular_files)
     const char *dirlink = in_scratch("dirlink");
     cr_assert_eq(symlink(target, dirlink), 0);
     cr_assert_null(tg_words_load(dirlink));
-    tg_assert_error("' is a directory");
+    tg_assert_error("' is a folder");
 
     snprintf(target, sizeof target, "%s", write_text("list", "x\ny\n"));
     const char *link = in_scratch("link");

@@ -42,28 +42,9 @@
 
 /* ---------------------------------------------------------------- engine */
 
-#define MT_N 624
-#define MT_M 397
-#define MT_MATRIX_A 0x9908b0dfu
-#define MT_UPPER_MASK 0x80000000u
-#define MT_LOWER_MASK 0x7fffffffu
-
 struct tg_pyrandom {
-    uint32_t state[MT_N]; // (624,) the MT19937 state words
-    int index;            // next state word to temper; MT_N: twist first
+    tg_mt19937 mt; // the engine, shared with tg_generator (tensor/random.c)
 };
-
-/* init_genrand(s): state[i] = 1812433253 (state[i-1] ^ (state[i-1] >> 30))
- * + i (Knuth, TAOCP vol. 2, 3rd ed., p. 106). */
-static void mt_init(tg_pyrandom *r, uint32_t s)
-{
-    r->state[0] = s;
-    for (uint32_t i = 1; i < MT_N; i++) {
-        uint32_t prev = r->state[i - 1];
-        r->state[i] = 1812433253u * (prev ^ (prev >> 30)) + i;
-    }
-    r->index = MT_N;
-}
 
 /* init_by_array(key, n): start from init_genrand(19650218), then mix the
  * key in (max(624, n) steps, cycling through the key, adding the key
@@ -72,59 +53,39 @@ static void mt_init(tg_pyrandom *r, uint32_t s)
  * All arithmetic is modulo 2^32. */
 static void mt_init_by_array(tg_pyrandom *r, const uint32_t *key, size_t n)
 {
-    uint32_t *mt = r->state;
-    mt_init(r, 19650218u);
+    uint32_t *mt = r->mt.state;
+    tg_mt_init(&r->mt, 19650218u);
     size_t i = 1, j = 0;
-    for (size_t k = MT_N > n ? MT_N : n; k > 0; k--) {
+    for (size_t k = TG_MT_N > n ? TG_MT_N : n; k > 0; k--) {
         uint32_t prev = mt[i - 1];
         mt[i] = (mt[i] ^ ((prev ^ (prev >> 30)) * 1664525u)) + key[j] +
                 (uint32_t)j;
         i++;
         j++;
-        if (i >= MT_N) {
-            mt[0] = mt[MT_N - 1];
+        if (i >= TG_MT_N) {
+            mt[0] = mt[TG_MT_N - 1];
             i = 1;
         }
         if (j >= n)
             j = 0;
     }
-    for (size_t k = MT_N - 1; k > 0; k--) {
+    for (size_t k = TG_MT_N - 1; k > 0; k--) {
         uint32_t prev = mt[i - 1];
         mt[i] = (mt[i] ^ ((prev ^ (prev >> 30)) * 1566083941u)) - (uint32_t)i;
         i++;
-        if (i >= MT_N) {
-            mt[0] = mt[MT_N - 1];
+        if (i >= TG_MT_N) {
+            mt[0] = mt[TG_MT_N - 1];
             i = 1;
         }
     }
     mt[0] = 0x80000000u;
-    r->index = MT_N;
-}
-
-/* Regenerates all 624 words: word i mixes the top bit of word i with the
- * low 31 bits of word i+1, then is xor-ed with word i+397. */
-static void mt_twist(tg_pyrandom *r)
-{
-    uint32_t *s = r->state;
-    for (int i = 0; i < MT_N; i++) {
-        uint32_t y =
-            (s[i] & MT_UPPER_MASK) | (s[(i + 1) % MT_N] & MT_LOWER_MASK);
-        s[i] = s[(i + MT_M) % MT_N] ^ (y >> 1) ^ ((y & 1u) ? MT_MATRIX_A : 0u);
-    }
-    r->index = 0;
+    r->mt.index = TG_MT_N;
 }
 
 /* genrand_uint32: one tempered 32-bit draw. */
 static uint32_t draw32(tg_pyrandom *r)
 {
-    if (r->index >= MT_N)
-        mt_twist(r);
-    uint32_t y = r->state[r->index++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+    return tg_mt_next32(&r->mt);
 }
 
 /* ----------------------------------------------------------- the numbers */

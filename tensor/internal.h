@@ -386,4 +386,16 @@ const char *tg_file_kind(unsigned mode);
 int tg_npy_write_new(const char *fn, const char *path, const char *shown,
                      const tg_tensor *x);
 
+/* ---- MT19937 (random.c): the engine of tg_generator and, seeded its own
+ * way, of Python's random module (nn/pyrandom.c). */
+#define TG_MT_N 624
+typedef struct tg_mt19937 {
+    uint32_t state[TG_MT_N]; // (624,) the state words
+    int index;               // next word to temper; TG_MT_N: twist first
+} tg_mt19937;
+/* init_genrand(seed): state[0] = seed, then Knuth's recurrence. */
+void tg_mt_init(tg_mt19937 *mt, uint32_t seed);
+/* genrand_uint32: one tempered draw, twisting every 624. */
+uint32_t tg_mt_next32(tg_mt19937 *mt);
+
 #endif

@@ -36,8 +36,8 @@
 
 /* MT19937 (Matsumoto and Nishimura, 1998): 624 words of state, twisted in
  * one pass every 624 outputs, each output tempered. The same engine as
- * std::mt19937 and PyTorch's at::mt19937. */
-#define MT_N 624
+ * std::mt19937 and PyTorch's at::mt19937, and (seeded its own way) as
+ * Python's random module (nn/pyrandom.c). */
 #define MT_M 397
 #define MT_MATRIX_A 0x9908b0dfu
 #define MT_UPPER_MASK 0x80000000u
@@ -48,8 +48,7 @@
 #define TG_DEFAULT_SEED UINT64_C(67280421310721)
 
 struct tg_generator {
-    uint32_t state[MT_N]; // (624,) the MT19937 state words
-    int index;            // next state word to temper; MT_N: twist first
+    tg_mt19937 mt;
     /* Box-Muller makes normals in pairs; the scalar path returns the cosine
      * one and keeps the sine one here for the next call (even for another
      * tensor), as PyTorch's next_double_normal_sample. */
@@ -57,44 +56,55 @@ struct tg_generator {
     double next_normal; // an N(0, 1) sample, before mean and std
 };
 
-static void mt_seed(tg_generator *g, uint64_t seed)
+void tg_mt_init(tg_mt19937 *mt, uint32_t seed)
 {
     /* Knuth's multiplicative recurrence (TAOCP vol. 2, 3rd ed., p. 106):
      * state[i] = 1812433253 * (state[i-1] ^ (state[i-1] >> 30)) + i. */
-    g->state[0] = (uint32_t)seed;
-    for (uint32_t i = 1; i < MT_N; i++) {
-        uint32_t prev = g->state[i - 1];
-        g->state[i] = 1812433253u * (prev ^ (prev >> 30)) + i;
+    mt->state[0] = seed;
+    for (uint32_t i = 1; i < TG_MT_N; i++) {
+        uint32_t prev = mt->state[i - 1];
+        mt->state[i] = 1812433253u * (prev ^ (prev >> 30)) + i;
     }
-    g->index = MT_N;
+    mt->index = TG_MT_N;
+}
+
+static void mt_seed(tg_generator *g, uint64_t seed)
+{
+    tg_mt_init(&g->mt, (uint32_t)seed);
     g->has_next_normal = false;
     g->next_normal = 0;
 }
 
 /* Regenerates all 624 words: word i mixes the top bit of word i with the
  * low 31 bits of word i+1, then is xor-ed with word i+397. */
-static void mt_twist(tg_generator *g)
+static void mt_twist(tg_mt19937 *mt)
 {
-    uint32_t *s = g->state;
-    for (int i = 0; i < MT_N; i++) {
-        uint32_t y =
-            (s[i] & MT_UPPER_MASK) | (s[(i + 1) % MT_N] & MT_LOWER_MASK);
-        s[i] = s[(i + MT_M) % MT_N] ^ (y >> 1) ^ ((y & 1u) ? MT_MATRIX_A : 0u);
+    uint32_t *s = mt->state;
+    for (int i = 0; i < TG_MT_N; i++) {
+        uint32_t y = (s[i] & MT_UPPER_MASK) |
+                     (s[(i + 1) % TG_MT_N] & MT_LOWER_MASK);
+        s[i] = s[(i + MT_M) % TG_MT_N] ^ (y >> 1) ^
+               ((y & 1u) ? MT_MATRIX_A : 0u);
     }
-    g->index = 0;
+    mt->index = 0;
 }
 
-/* One 32-bit draw. */
-static uint32_t random32(tg_generator *g)
+uint32_t tg_mt_next32(tg_mt19937 *mt)
 {
-    if (g->index >= MT_N)
-        mt_twist(g);
-    uint32_t y = g->state[g->index++];
+    if (mt->index >= TG_MT_N)
+        mt_twist(mt);
+    uint32_t y = mt->state[mt->index++];
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680u;
     y ^= (y << 15) & 0xefc60000u;
     y ^= y >> 18;
     return y;
+}
+
+/* One 32-bit draw. */
+static uint32_t random32(tg_generator *g)
+{
+    return tg_mt_next32(&g->mt);
 }
 
 /* Two draws, the first in the high half (PyTorch's random64). */

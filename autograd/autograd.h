@@ -215,10 +215,11 @@ void *tg_ctx_data(tg_ctx *ctx);
  *
  * f computes the output from the inputs (NEW reference) with tapegrad ops;
  * it must be deterministic (no dropout draws, no running-stat updates).
+ * f's inputs have the type tg_function_apply takes, so f can hand them on.
  * Inputs are perturbed in place and restored.
  */
-typedef tg_tensor *(*tg_gradcheck_fn)(tg_tensor *const *inputs, int ninputs,
-                                      void *ctx);
+typedef tg_tensor *(*tg_gradcheck_fn)(const tg_tensor *const *inputs,
+                                      int ninputs, void *ctx);
 
 typedef struct tg_gradcheck_options {
     double eps, atol, rtol;

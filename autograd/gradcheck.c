@@ -104,7 +104,9 @@ static int out_of_memory(void)
 static tg_tensor *call_f(check *c)
 {
     tg_clear_error(); // to tell an f that reported from one that did not
-    tg_tensor *out = c->f(c->inputs, c->ninputs, c->ctx);
+    /* f only reads its inputs; the check perturbs them between calls. */
+    tg_tensor *out = c->f((const tg_tensor *const *)c->inputs, c->ninputs,
+                          c->ctx);
     if (!out && !*tg_last_error())
         tg_error("tg_gradcheck",
                  "f returned NULL without saying why\n"

@@ -72,13 +72,13 @@ static const tg_function silu_wrong_fn = {"SiLUWrongBackward", silu_forward,
                                           silu_wrong_backward, 0};
 
 /* What tg_gradcheck differentiates: inputs -> output (a new reference). */
-static tg_tensor *check_silu(tg_tensor *const *inputs, int n, void *ctx)
+static tg_tensor *check_silu(const tg_tensor *const *inputs, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return silu(inputs[0]);
 }
 
-static tg_tensor *check_silu_wrong(tg_tensor *const *inputs, int n, void *ctx)
+static tg_tensor *check_silu_wrong(const tg_tensor *const *inputs, int n, void *ctx)
 {
     (void)n, (void)ctx;
     const tg_tensor *x = inputs[0];

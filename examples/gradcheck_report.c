@@ -135,7 +135,7 @@ typedef struct fn_ctx {
 } fn_ctx;
 
 /* inputs: x (N, D), weight (D,), bias (D,) -> LayerNorm over D */
-static tg_tensor *f_layer_norm(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_layer_norm(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     ((fn_ctx *)ctx)->calls++;
@@ -145,7 +145,7 @@ static tg_tensor *f_layer_norm(tg_tensor *const *in, int n, void *ctx)
 
 /* inputs: x (N, C), weight (C,), bias (C,) -> sum(R * BN(x)), BN in
  * training mode with no running statistics */
-static tg_tensor *f_batch_norm(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_batch_norm(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     fn_ctx *c = ctx;
@@ -160,7 +160,7 @@ static tg_tensor *f_batch_norm(tg_tensor *const *in, int n, void *ctx)
 }
 
 /* the same without the weighting: sum(BN(x)) */
-static tg_tensor *f_batch_norm_sum(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_batch_norm_sum(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *y = tg_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1,
@@ -171,13 +171,12 @@ static tg_tensor *f_batch_norm_sum(tg_tensor *const *in, int n, void *ctx)
 }
 
 /* inputs: x (N, D), weight (D,) -> RMSNorm(x) * weight */
-static tg_tensor *f_rms_norm(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_rms_norm(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     fn_ctx *c = ctx;
     c->calls++;
-    const tg_tensor *args[2] = {in[0], in[1]};
-    return tg_function_apply(c->fn, args, 2, NULL);
+    return tg_function_apply(c->fn, in, 2, NULL); // f's inputs, as they are
 }
 
 /* The C-order multi-index of flat element k of x. */
@@ -224,9 +223,10 @@ static int report(const char *title, tg_gradcheck_fn f, fn_ctx *ctx,
                   const named_input *named, int n, const char *out)
 {
     printf("== %s ==\n", title);
-    tg_tensor *in[TG_MAX_INPUTS];
+    tg_tensor *in[TG_MAX_INPUTS];       // for tg_gradcheck, which perturbs
+    const tg_tensor *cin[TG_MAX_INPUTS]; // for f, which only reads
     for (int i = 0; i < n; i++)
-        in[i] = named[i].t;
+        cin[i] = in[i] = named[i].t;
     print_inputs(named, n, out);
     tg_gradcheck_options o = tg_gradcheck_defaults();
     o.report = stdout;
@@ -251,7 +251,7 @@ static int report(const char *title, tg_gradcheck_fn f, fn_ctx *ctx,
     }
     /* f once more, without the tape, for the output's shape */
     tg_no_grad_begin();
-    tg_tensor *y = f(in, n, ctx);
+    tg_tensor *y = f(cin, n, ctx);
     tg_no_grad_end();
     printf("  FAILED at input %d (%s) element %lld = ", r.input,
            named[r.input].name, (long long)r.input_index);
@@ -320,7 +320,7 @@ int main(void)
            "bias_c over the\nbatch whatever x is, so sum(BN(x)) does not "
            "depend on x. Its x gradient is\n0 and a gradcheck of it passes "
            "whatever backward computes for x. Here:\n");
-    tg_tensor *bn_in[3] = {bn[0].t, bn[1].t, bn[2].t};
+    const tg_tensor *bn_in[3] = {bn[0].t, bn[1].t, bn[2].t};
     tg_tensor *s = f_batch_norm_sum(bn_in, 3, NULL);
     double max_gx = NAN;
     if (s && tg_backward(s) == 0) {

@@ -98,4 +98,12 @@ void tg_test_fail_io_also(int step, int err);
 void tg_test_io_off(void);
 long tg_test_io_steps(void);
 
+/* An array of tensors as a gradcheck function takes it (C does not
+ * convert tg_tensor ** to const tg_tensor *const * by itself), for tests
+ * that call such a function directly with the array they gradcheck. */
+static inline const tg_tensor *const *tg_test_inputs(tg_tensor *const *in)
+{
+    return (const tg_tensor *const *)in;
+}
+
 #endif

@@ -53,7 +53,7 @@ static const tg_function my_norm_fn = {"MyNormBackward", my_norm_forward,
 
 /* What gradcheck differentiates: loss = sum(my_norm(x) * r), with r a
  * fixed random tensor of x's shape passed through ctx. */
-static tg_tensor *weighted_loss(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     const tg_tensor *x = in[0];
@@ -82,7 +82,7 @@ static const tg_function forgetful_fn = {"ForgetfulNormBackward",
                                          0};
 
 /* sum(forgetful(x) * r), or sum(forgetful(x)) when ctx is NULL. */
-static tg_tensor *forgetful_loss(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *forgetful_loss(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     const tg_tensor *x = in[0];

@@ -77,13 +77,13 @@ static void by_hand(void)
 /* ------------------------------------------------ 2. tg_gradcheck itself */
 
 /* What gradcheck differentiates: f(inputs) -> a tensor of any shape. */
-static tg_tensor *f_tanh(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_tanh(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_tanh(in[0]);
 }
 
-static tg_tensor *f_relu(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_relu(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_relu(in[0]);
@@ -239,7 +239,7 @@ static const tg_function row_norm_wrong_fn = {
     "RowNormBackward", row_norm_forward, row_norm_backward_wrong, 0};
 
 /* f for gradcheck: ctx says which of the two functions to apply. */
-static tg_tensor *f_row_norm(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_row_norm(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     const tg_tensor *x = in[0];

@@ -238,7 +238,7 @@ typedef struct loss_ctx {
     const tg_tensor *r; // the weighting, or NULL for a plain sum
 } loss_ctx;
 
-static tg_tensor *bn_loss(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *bn_loss(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     const loss_ctx *c = ctx;
@@ -263,7 +263,7 @@ static void sum_trap(void)
 
     /* the gradient of sum(BN(x)) with the library's correct backward */
     loss_ctx plain = {false, NULL};
-    tg_tensor *s = bn_loss(&x, 1, &plain);
+    tg_tensor *s = bn_loss((const tg_tensor *[]){x}, 1, &plain);
     tg_backward(s);
     printf("sum(BN(x)) = %.1e for any x; max |d sum(BN(x)) / dx| = %.1e\n",
            fabs(tg_item(s)), max_abs(x->grad));

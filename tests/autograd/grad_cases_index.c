@@ -40,7 +40,7 @@ static tg_tensor *indices(const int64_t *v, const int64_t *shape, int ndim,
 
 /* name(x) = op(x[0], ...) with idx made by indices(); releases idx. */
 #define INDEX_FN(name, call, values, strided, ...)                          \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         static const int64_t v_[] = values;                                 \
@@ -62,7 +62,7 @@ INDEX_FN(sel_last_strided_idx, tg_index_select(x[0], -1, idx),
 
 /* A 0-d idx: one slice, the dim kept by index_select and dropped by
  * x[idx]. */
-static tg_tensor *sel_0d_idx(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *sel_0d_idx(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *idx = tg_scalar(2, TG_INT64);
@@ -70,7 +70,7 @@ static tg_tensor *sel_0d_idx(tg_tensor *const *x, int n, void *ctx)
     tg_release(idx);
     return out;
 }
-static tg_tensor *index_0d(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *index_0d(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *idx = tg_scalar(-2, TG_INT64);

@@ -17,7 +17,7 @@
 #include "grad_cases.h"
 
 #define F(name, expr)                                                       \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         return expr;                                                        \
@@ -32,7 +32,7 @@ F(f_stack2_d1, tg_stack((const tg_tensor *const *)x, 2, 1))
 F(f_stack1_0d, tg_stack((const tg_tensor *const *)x, 1, 0))
 
 /* The same input three times: its gradient is the sum of three blocks. */
-static tg_tensor *f_cat_self(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_self(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     const tg_tensor *parts[] = {x[0], x[0], x[0]};
@@ -40,7 +40,7 @@ static tg_tensor *f_cat_self(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Ten inputs (more than TG_MAX_INPUTS), slices of one (10, 3) x. */
-static tg_tensor *f_cat_ten(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_ten(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *rows[10];
@@ -53,7 +53,7 @@ static tg_tensor *f_cat_ten(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* A (0,) tensor, left out, between two inputs. */
-static tg_tensor *f_cat_skip(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_skip(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *empty = tg_zeros(TG_SHAPE(0), TG_FLOAT64);
@@ -77,7 +77,7 @@ static tg_tensor *weighted_join(tg_tensor **pieces, int count, int dim)
     return out;
 }
 
-static tg_tensor *f_split_d1(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_d1(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[8];
@@ -85,7 +85,7 @@ static tg_tensor *f_split_d1(tg_tensor *const *x, int n, void *ctx)
     return count < 0 ? NULL : weighted_join(p, count, 1);
 }
 
-static tg_tensor *f_split_dm1(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_dm1(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[8];
@@ -93,7 +93,7 @@ static tg_tensor *f_split_dm1(tg_tensor *const *x, int n, void *ctx)
     return count < 0 ? NULL : weighted_join(p, count, -1);
 }
 
-static tg_tensor *f_split_sizes_d0(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_sizes_d0(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[4];
@@ -101,7 +101,7 @@ static tg_tensor *f_split_sizes_d0(tg_tensor *const *x, int n, void *ctx)
     return count < 0 ? NULL : weighted_join(p, count, 0);
 }
 
-static tg_tensor *f_chunk_d1(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chunk_d1(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[4];
@@ -110,7 +110,7 @@ static tg_tensor *f_chunk_d1(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Only the last piece is used: the other pieces' nodes get no gradient. */
-static tg_tensor *f_split_last(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_last(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[8];
@@ -124,7 +124,7 @@ static tg_tensor *f_split_last(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Two pieces multiplied: each piece's gradient holds the other's values. */
-static tg_tensor *f_chunk_mul(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chunk_mul(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p[2];

@@ -32,7 +32,7 @@ static tg_tensor *labels_for(const tg_tensor *x)
 
 /* name(x) = loss(x[0], x[1], reduction) for mse and bce. */
 #define PAIR_FN(name, loss, reduction)                                      \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         return loss(x[0], x[1], reduction);                                 \
@@ -40,7 +40,7 @@ static tg_tensor *labels_for(const tg_tensor *x)
 
 /* name(x) = loss(x[0], labels, reduction) for nll and cross_entropy. */
 #define CLASS_FN(name, loss, reduction)                                     \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         tg_tensor *labels = labels_for(x[0]);                               \

@@ -23,7 +23,7 @@
 /* ------------------------------------------------------------- LayerNorm */
 
 /* LayerNorm over the last k dims of x, fused or composed, eps given. */
-static tg_tensor *ln(tg_tensor *const *x, int k, const tg_tensor *w,
+static tg_tensor *ln(const tg_tensor *const *x, int k, const tg_tensor *w,
                      const tg_tensor *b, bool composed, double eps)
 {
     int64_t ns[TG_MAX_DIMS];
@@ -35,7 +35,7 @@ static tg_tensor *ln(tg_tensor *const *x, int k, const tg_tensor *w,
 
 /* name(x) = LayerNorm over the last k dims with weight w and bias b. */
 #define LN_FN(name, k, w, b, composed, eps)                                 \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         return ln(x, k, w, b, composed, eps);                               \
@@ -71,7 +71,7 @@ static tg_batch_norm_options bn_opts(bool training, int64_t correction,
 
 /* Training: batch statistics, no running statistics to update. */
 #define BN_TRAIN_FN(name, w, b, correction, composed, eps)                  \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         tg_batch_norm_options o = bn_opts(true, correction, eps);           \
@@ -96,14 +96,15 @@ BN_TRAIN_FN(bnc_none, NULL, NULL, 0, true, 1e-5)
  * gradient (running_var drawn from [0.5, 2)); weight and bias follow when
  * given. */
 #define BN_EVAL_FN(name, w, b, composed)                                    \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         tg_batch_norm_options o = bn_opts(false, 0, 1e-5);                  \
-        return composed                                                     \
-                   ? tg_batch_norm_composed(x[0], x[1], x[2], w, b, &o)     \
-                   : tg_batch_norm_ex(x[0], x[1], x[2], w, b, &o, NULL,     \
-                                      NULL);                                \
+        /* eval mode reads the running statistics, never writes them */     \
+        tg_tensor *rm = (tg_tensor *)x[1], *rv = (tg_tensor *)x[2];         \
+        return composed ? tg_batch_norm_composed(x[0], rm, rv, w, b, &o)    \
+                        : tg_batch_norm_ex(x[0], rm, rv, w, b, &o, NULL,    \
+                                           NULL);                           \
     }
 
 BN_EVAL_FN(bn_eval_stats, NULL, NULL, false)
@@ -113,7 +114,7 @@ BN_EVAL_FN(bnc_eval_stats, NULL, NULL, true)
 /* Eval with weight x[1] and bias x[2] (five tensors do not fit the table):
  * the running statistics are constants made here, mean 0.3 c - 0.2 and
  * var 0.5 + 0.25 c for channel c. correction is ignored in eval. */
-static tg_tensor *bn_eval_const(tg_tensor *const *x, bool composed,
+static tg_tensor *bn_eval_const(const tg_tensor *const *x, bool composed,
                                 bool plain_api, int64_t correction)
 {
     int64_t C = x[0]->shape[1];
@@ -141,32 +142,32 @@ static tg_tensor *bn_eval_const(tg_tensor *const *x, bool composed,
     return y;
 }
 
-static tg_tensor *bn_eval_wb(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_eval_wb(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return bn_eval_const(x, false, false, 0);
 }
 
-static tg_tensor *bn_eval_wb_c1(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_eval_wb_c1(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return bn_eval_const(x, false, false, 1);
 }
 
-static tg_tensor *bnc_eval_wb(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bnc_eval_wb(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return bn_eval_const(x, true, false, 0);
 }
 
-static tg_tensor *bn_plain_eval_wb(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_plain_eval_wb(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return bn_eval_const(x, false, true, 0);
 }
 
 /* tg_batch_norm, the torch.nn.functional-style entry, in training. */
-static tg_tensor *bn_plain_train_wb(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_plain_train_wb(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_batch_norm(x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5);

@@ -11,7 +11,7 @@
 
 /* One case function: f(x) = expr, with x the inputs. */
 #define CASE_FN(name, expr)                                                 \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)           \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)           \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         return expr;                                                        \

@@ -14,7 +14,7 @@
 #include "grad_cases.h"
 
 #define F(name, expr)                                                       \
-    static tg_tensor *name(tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
     {                                                                       \
         (void)n, (void)ctx;                                                 \
         return expr;                                                        \
@@ -48,7 +48,7 @@ F(f_clone, tg_clone(x[0]))
 
 /* permute -> slice with step -> reshape; on a transposed (3, 4, 5) the
  * reshape cannot be a view, so it copies. */
-static tg_tensor *f_chain(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *p = tg_permute(x[0], TG_DIMS(2, 0, 1));      // (5, 3, 4)
@@ -60,7 +60,7 @@ static tg_tensor *f_chain(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* expand(a) * b with b broadcast too: both gradients are sums. */
-static tg_tensor *f_expand_mul(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_expand_mul(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *e = tg_expand(x[0], TG_SHAPE(2, 3, 4));
@@ -70,7 +70,7 @@ static tg_tensor *f_expand_mul(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Two overlapping views of one input, added: the gradients accumulate. */
-static tg_tensor *f_two_views(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_two_views(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *a = tg_narrow(x[0], 0, 0, 3);

@@ -41,7 +41,7 @@ static tg_tensor *apply_square(const tg_tensor *x, double scale)
     return tg_function_apply(&square, &x, 1, &scale);
 }
 
-static tg_tensor *f_square(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_square(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n;
     return apply_square(x[0], *(double *)ctx);

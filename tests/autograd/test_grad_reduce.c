@@ -572,7 +572,7 @@ TG_TEST(grad_reduce, what_is_not_recorded)
 /* max(var(log_softmax(x @ w, -1), dim 0)): matmul, log_softmax, var and
  * max nodes chained, checked by gradcheck (float64, default tolerances;
  * random inputs, so the max has no tie). */
-static tg_tensor *logits_loss(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *logits_loss(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *z = tg_matmul(in[0], in[1]);

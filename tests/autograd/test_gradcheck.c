@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static tg_tensor *f_mul(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_mul(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_mul(x[0], x[1]);
@@ -77,7 +77,7 @@ static int cube_backward(tg_ctx *ctx, const tg_tensor *g, tg_tensor **grads)
 static const tg_function cube = {"CubeBackward", cube_forward, cube_backward,
                                  0};
 
-static tg_tensor *f_cube(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cube(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_function_apply(&cube, (const tg_tensor *const *)x, 1, NULL);
@@ -305,7 +305,7 @@ TG_TEST(gradcheck, errors)
     tg_release(c);
 }
 
-static tg_tensor *f_mul_by_ctx(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_mul_by_ctx(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n;
     return tg_mul(x[0], (const tg_tensor *)ctx);
@@ -358,14 +358,14 @@ TG_TEST(gradcheck, needs_gradients_enabled)
 
 /* ---- every error leaves result->passed false ---- */
 
-static tg_tensor *f_log(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_log(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_log(x[0]);
 }
 
 /* x * x, but on call number *ctx (counting from 1) f makes a mistake */
-static tg_tensor *f_fails_on_call(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_fails_on_call(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n;
     int *left = ctx;

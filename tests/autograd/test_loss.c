@@ -425,7 +425,7 @@ static const tg_function custom_ce = {"CustomCrossEntropyBackward",
                                       ce_forward, ce_backward,
                                       sizeof(ce_data)};
 
-static tg_tensor *f_custom_ce(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_custom_ce(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n;
     return tg_function_apply(&custom_ce, (const tg_tensor *const *)x, 1,

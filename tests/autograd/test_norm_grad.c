@@ -179,7 +179,7 @@ typedef struct weighted {
     const tg_tensor *r; // NULL: loss = sum(y)
 } weighted;
 
-static tg_tensor *weighted_loss(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *ctx)
 {
     const weighted *wl = ctx;
     tg_tensor *y = norm_apply(wl->call, in[0], n > 1 ? in[1] : NULL,
@@ -244,7 +244,7 @@ TG_TEST(norm_grad, gradcheck_on_a_weighted_loss)
         cr_assert_eq(rc, 1, "%s: %s%s", c->name, res.message,
                      tg_last_error());
         /* the x-gradient is not trivially zero: the check had teeth */
-        tg_tensor *loss = weighted_loss(in, 3, &wl);
+        tg_tensor *loss = weighted_loss(tg_test_inputs(in), 3, &wl);
         cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
         tg_release(loss);
         cr_assert_gt(max_abs(x->grad), 1e-3, "%s", c->name);
@@ -278,7 +278,8 @@ TG_TEST(norm_grad, sum_of_a_normaliser_has_zero_gradient)
          * normalized_shape is (4,) */
         tg_tensor *in[2] = {x, cases[i].w};
         weighted wl = {cases[i].call, NULL};
-        tg_tensor *loss = weighted_loss(in, cases[i].w ? 2 : 1, &wl);
+        tg_tensor *loss =
+            weighted_loss(tg_test_inputs(in), cases[i].w ? 2 : 1, &wl);
         cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
         tg_release(loss);
         tg_tensor *dx = take_grad(x);
@@ -417,7 +418,7 @@ typedef struct trap {
     const tg_tensor *r;
 } trap;
 
-static tg_tensor *trap_fn(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *trap_fn(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     const trap *t = ctx;

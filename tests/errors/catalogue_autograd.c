@@ -757,26 +757,26 @@ NEVER_FAILS(tg_ctx_data, "answers NULL for a NULL ctx or data_size 0");
 
 /* ---------------------------------------------------------- gradcheck */
 
-static tg_tensor *f_square(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_square(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_mul(x[0], x[0]);
 }
 
-static tg_tensor *f_argmax(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_argmax(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_argmax(x[0], 0, false);
 }
 
-static tg_tensor *f_null(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_null(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)x, (void)n, (void)ctx;
     return NULL;
 }
 
 /* Its output has one element less at every call. */
-static tg_tensor *f_shrinking(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_shrinking(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n;
     int64_t *len = ctx;
@@ -784,7 +784,7 @@ static tg_tensor *f_shrinking(tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Returns x^2, then makes every later allocation fail. */
-static tg_tensor *f_then_no_memory(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_then_no_memory(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *y = tg_mul(x[0], x[0]);
@@ -894,7 +894,7 @@ ERROR_CASE(tg_gradcheck, f_fails_silently,
     tg_release(x);
 }
 
-static tg_tensor *f_log(tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_log(const tg_tensor *const *x, int n, void *ctx)
 {
     (void)n, (void)ctx;
     return tg_log(x[0]);

@@ -156,7 +156,7 @@ static int op_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_op = {"StudentBackward", op_forward,
                                        op_backward, sizeof(const op_case *)};
 
-static tg_tensor *apply_student_op(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student_op(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     return tg_function_apply(&student_op, (const tg_tensor *const *)in, 2,

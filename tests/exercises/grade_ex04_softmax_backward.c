@@ -44,7 +44,7 @@ static int softmax_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_softmax = {
     "StudentSoftmaxBackward", softmax_forward, softmax_backward, 0};
 
-static tg_tensor *apply_student_softmax(tg_tensor *const *in, int n,
+static tg_tensor *apply_student_softmax(const tg_tensor *const *in, int n,
                                         void *ctx)
 {
     (void)n, (void)ctx;

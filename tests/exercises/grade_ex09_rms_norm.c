@@ -181,7 +181,7 @@ TG_TEST(ex09, no_node_when_no_input_needs_grad)
 }
 
 /* tg_gradcheck's f: the student's op with the eps in ctx. */
-static tg_tensor *apply_student(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     tg_tensor *y;

@@ -446,7 +446,7 @@ TG_TEST(layers, two_sgd_momentum_steps_match_pytorch_rules)
 
 /* The model (ctx) applied to inputs[0]; the other inputs are the model's
  * own parameters, which gradcheck perturbs in place. */
-static tg_tensor *f_model(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_model(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     return tg_module_forward(ctx, in[0]);
@@ -529,7 +529,7 @@ TG_TEST(layers, gradcheck_of_small_sequentials)
 
 /* gradcheck must reject a wrong gradient: a Linear whose forward uses a
  * detached weight gives the right output but no gradient to the weight. */
-static tg_tensor *f_detached_weight(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_detached_weight(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n, (void)ctx;
     tg_tensor *w = tg_detach(in[1]);
@@ -552,7 +552,7 @@ TG_TEST(layers, gradcheck_rejects_a_missing_weight_gradient)
     tg_tensor *in[3] = {x, tg_module_parameter(m, "weight"),
                         tg_module_parameter(m, "bias")};
     /* the forward is the layer's */
-    tg_tensor *y_wrong = check(f_detached_weight(in, 3, NULL));
+    tg_tensor *y_wrong = check(f_detached_weight(tg_test_inputs(in), 3, NULL));
     tg_tensor *y = check(tg_module_forward(m, x));
     tg_assert_close(y_wrong, y, 0, 0);
     tg_release(y);

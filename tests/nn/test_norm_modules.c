@@ -972,7 +972,7 @@ TG_TEST(nn_norm, layer_norm_rejects_other_trailing_dims)
 
 /* The layer (ctx) applied to inputs[0]. The other inputs are the layer's
  * own weight and bias, which gradcheck perturbs in place. */
-static tg_tensor *f_layer(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_layer(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)in, (void)n;
     return tg_module_forward(ctx, in[0]);
@@ -1086,7 +1086,7 @@ TG_TEST(nn_norm, gradcheck_in_training_mode)
  * batch statistics taken as constants (computed without the tape and fed
  * as if they were running statistics). The output is the true training
  * output, but the gradient misses the paths through mean and variance. */
-static tg_tensor *f_stats_as_constants(tg_tensor *const *in, int n,
+static tg_tensor *f_stats_as_constants(const tg_tensor *const *in, int n,
                                        void *ctx)
 {
     (void)n;
@@ -1116,7 +1116,7 @@ TG_TEST(nn_norm, gradcheck_catches_statistics_taken_as_constants)
     tg_tensor *x = tg_to_dtype(x32, TG_FLOAT64);
     cr_assert_eq(tg_set_requires_grad(x, true), 0);
     /* the forward is right: the layer's own training output */
-    tg_tensor *y_wrong = f_stats_as_constants(&x, 1, m);
+    tg_tensor *y_wrong = f_stats_as_constants(tg_test_inputs(&x), 1, m);
     tg_tensor *y_right = tg_module_forward(m, x);
     tg_assert_close(y_wrong, y_right, 1e-12, 1e-12);
     tg_release(y_right);

@@ -1013,7 +1013,7 @@ static int run_graph(fixture *f)
     return rc;
 }
 
-static tg_tensor *gc_fn(tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *gc_fn(const tg_tensor *const *in, int n, void *ctx)
 {
     (void)n;
     (void)ctx;

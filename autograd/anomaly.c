@@ -47,16 +47,9 @@ static bool env_default(void)
     int v = atomic_load(&env_setting);
     if (v >= 0)
         return v;
-    const char *s = getenv(TG_DETECT_ANOMALY);
-    v = s && strcmp(s, "1") == 0;
-    if (s && *s && strcmp(s, "0") != 0 && strcmp(s, "1") != 0)
-        /* Not a library error (no call failed): a warning, as gradcheck's,
-         * so that a misspelt switch is not silently off. */
-        fprintf(stderr,
-                "tapegrad: %s=\"%s\" is not understood; anomaly detection "
-                "stays off\n"
-                "  rule: %s=1 turns it on, 0 or empty leaves it off\n",
-                TG_DETECT_ANOMALY, s, TG_DETECT_ANOMALY);
+    static const char *const names[] = {"0", "1"};
+    v = tg_env_choice(TG_DETECT_ANOMALY, names, 2, 0,
+                      "anomaly detection stays off");
     atomic_store(&env_setting, v);
     return v;
 }

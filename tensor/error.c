@@ -10,7 +10,9 @@
 #include "internal.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define TG_ERROR_MAX 2048
 
@@ -60,4 +62,28 @@ void tg_error(const char *fn, const char *fmt, ...)
     vsnprintf(last_error + n, sizeof last_error - (size_t)n, fmt, ap);
     va_end(ap);
     handler(last_error);
+}
+
+/* ------------------------------------------------ environment switches */
+
+int tg_env_choice(const char *var, const char *const *names, int n,
+                  int fallback, const char *fallback_says)
+{
+    const char *s = getenv(var);
+    if (!s || !*s)
+        return fallback;
+    for (int k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0)
+            return k;
+    /* Not a library error (no call failed): a warning, so that a misspelt
+     * switch is never silently ignored. */
+    char choices[256] = "";
+    for (int k = 0; k < n; k++)
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices),
+                 "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
+    fprintf(stderr,
+            "tapegrad: %s=\"%s\" is not understood; %s\n"
+            "  rule: %s is %s\n",
+            var, s, fallback_says, var, choices);
+    return fallback;
 }

@@ -398,4 +398,12 @@ void tg_mt_init(tg_mt19937 *mt, uint32_t seed);
 /* genrand_uint32: one tempered draw, twisting every 624. */
 uint32_t tg_mt_next32(tg_mt19937 *mt);
 
+/* The setting of an environment variable (TG_KERNELS, TG_BLOCK_CACHE,
+ * TG_DETECT_ANOMALY, ...) as an index into names[0..n): unset or empty
+ * gives fallback, silently; any other value warns on stderr, naming the
+ * choices and fallback_says ("using the fast kernels"), and gives
+ * fallback. */
+int tg_env_choice(const char *var, const char *const *names, int n,
+                  int fallback, const char *fallback_says);
+
 #endif

@@ -94,8 +94,9 @@ static bool cache_on(void)
         return false;
     int v = atomic_load_explicit(&cache_setting, memory_order_relaxed);
     if (v < 0) {
-        const char *s = getenv(TG_BLOCK_CACHE);
-        v = !(s && strcmp(s, "0") == 0);
+        static const char *const names[] = {"0", "1"};
+        v = tg_env_choice(TG_BLOCK_CACHE, names, 2, 1,
+                          "the block cache stays on");
         atomic_store_explicit(&cache_setting, v, memory_order_relaxed);
     }
     return v;

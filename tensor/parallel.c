@@ -37,23 +37,9 @@ static int kernels_from_env(void)
     int v = atomic_load(&env_kernels);
     if (v >= 0)
         return v;
-    const char *s = getenv(TG_KERNELS);
-    static const char *names[] = {"fast", "portable", "reference"};
-    v = TG_KERNELS_FAST;
-    bool known = !s || !*s;
-    for (int k = 0; s && k < 3; k++)
-        if (strcmp(s, names[k]) == 0) {
-            v = k;
-            known = true;
-        }
-    if (!known)
-        /* Not a library error (no call failed): a warning, so that a
-         * misspelt setting does not silently run other kernels. */
-        fprintf(stderr,
-                "tapegrad: %s=\"%s\" is not understood; using the fast "
-                "kernels\n"
-                "  rule: %s is fast, portable or reference\n",
-                TG_KERNELS, s, TG_KERNELS);
+    static const char *const names[] = {"fast", "portable", "reference"};
+    v = tg_env_choice(TG_KERNELS, names, 3, TG_KERNELS_FAST,
+                      "using the fast kernels");
     atomic_store(&env_kernels, v);
     return v;
 }

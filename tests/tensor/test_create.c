@@ -8,6 +8,8 @@
 #include "tensor/internal.h" // tg_view_make, tg_contiguous_as: the core under test
 
 #include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 TG_TEST(create, zeros_ones_full_have_shape_strides_and_values)
 {
@@ -379,4 +381,47 @@ TG_TEST(fill_copy, overlapping_src_is_read_before_it_is_written)
     tg_release(head);
     tg_release(tail);
     tg_release(x);
+}
+
+/* The environment switches (TG_KERNELS, TG_BLOCK_CACHE, TG_DETECT_ANOMALY)
+ * are all read by tg_env_choice: a known value is taken, unset or empty is
+ * the default silently, anything else warns with the choices. A misspelt
+ * TG_BLOCK_CACHE=off used to be ignored without a word. */
+static int env_choice_with_stderr(const char *value, char *err, size_t size)
+{
+    static const char *const names[] = {"0", "1"};
+    if (value)
+        setenv("TG_TEST_SWITCH", value, 1);
+    else
+        unsetenv("TG_TEST_SWITCH");
+    fflush(stderr);
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    int saved = dup(2);
+    dup2(fileno(log), 2);
+    int v = tg_env_choice("TG_TEST_SWITCH", names, 2, 1, "it stays on");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(log);
+    size_t n = fread(err, 1, size - 1, log);
+    err[n] = '\0';
+    fclose(log);
+    unsetenv("TG_TEST_SWITCH");
+    return v;
+}
+
+TG_TEST(environment, switches_warn_on_values_they_do_not_know)
+{
+    char err[512];
+    cr_assert_eq(env_choice_with_stderr("0", err, sizeof err), 0);
+    cr_assert_str_empty(err);
+    cr_assert_eq(env_choice_with_stderr("1", err, sizeof err), 1);
+    cr_assert_eq(env_choice_with_stderr(NULL, err, sizeof err), 1);
+    cr_assert_eq(env_choice_with_stderr("", err, sizeof err), 1);
+    cr_assert_str_empty(err);
+    cr_assert_eq(env_choice_with_stderr("off", err, sizeof err), 1);
+    cr_assert(strstr(err, "tapegrad: TG_TEST_SWITCH=\"off\" is not "
+                          "understood; it stays on"), "%s", err);
+    cr_assert(strstr(err, "rule: TG_TEST_SWITCH is 0 or 1"), "%s", err);
 }

@@ -181,6 +181,28 @@ tg_dtype tg_scalar_type(const tg_tensor *x, double value)
                : TG_FLOAT32;
 }
 
+/* Whether the shorter of two shapes, one dim shorter than the other, lines
+ * up with it once a size-1 dim is put back at some place other than the
+ * front: the mark of a reduction that dropped its dim (keepdim=false).
+ * Returns that dim of the longer shape, or -1. */
+static int dropped_dim(const int64_t *a, int na, const int64_t *b, int nb)
+{
+    const int64_t *lo = na > nb ? a : b, *sh = na > nb ? b : a;
+    int nl = na > nb ? na : nb, ns = na > nb ? nb : na;
+    if (nl != ns + 1)
+        return -1;
+    for (int p = 1; p < nl; p++) { // p = 0 is what broadcasting does anyway
+        bool fits = true;
+        for (int d = 0; d < nl && fits; d++) {
+            int64_t x = lo[d], y = d == p ? 1 : sh[d < p ? d : d - 1];
+            fits = x == y || x == 1 || y == 1;
+        }
+        if (fits)
+            return p;
+    }
+    return -1;
+}
+
 int tg_broadcast_shape(const char *fn, const int64_t *a, int na,
                        const int64_t *b, int nb, int64_t *out, int *nout)
 {
@@ -191,14 +213,32 @@ int tg_broadcast_shape(const char *fn, const int64_t *a, int na,
         int64_t sb = i < nb ? b[nb - 1 - i] : 1;
         if (sa != sb && sa != 1 && sb != 1) {
             char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
+            int p = dropped_dim(a, na, b, nb);
+            char hint[256];
+            if (p >= 0) {
+                /* The shorter shape with its size-1 dim put back at p. */
+                const int64_t *sh = na < nb ? a : b;
+                int64_t kept[TG_MAX_DIMS + 1];
+                for (int d = 0, k = 0; d < n; d++)
+                    kept[d] = d == p ? 1 : sh[k++];
+                char s3[TG_SHAPE_STR_MAX];
+                snprintf(hint, sizeof hint,
+                         "if %s comes from a reduction over dim %d, keep "
+                         "that dim (keepdim true): as %s it lines up",
+                         tg_shape_format(sh, n - 1, s1),
+                         p, tg_shape_format(kept, n, s3));
+            } else {
+                snprintf(hint, sizeof hint,
+                         "use tg_unsqueeze or tg_reshape to add size-1 dims "
+                         "where the shapes should line up");
+            }
             tg_error(fn,
                      "cannot broadcast %s with %s\n"
                      "  rule: aligned from the right, sizes must be equal "
-                     "or 1, but %lld != %lld at dim %d from the end\n"
-                     "  hint: use tg_unsqueeze or tg_reshape to add size-1 "
-                     "dims where the shapes should line up",
+                     "or 1, but %lld != %lld at dim %d\n"
+                     "  hint: %s",
                      tg_shape_format(a, na, s1), tg_shape_format(b, nb, s2),
-                     (long long)sa, (long long)sb, -(i + 1));
+                     (long long)sa, (long long)sb, -(i + 1), hint);
             return -1;
         }
         out[n - 1 - i] = sa == 1 ? sb : sa;

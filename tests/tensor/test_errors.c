@@ -162,3 +162,23 @@ TG_TEST(access_errors, get_and_set_out_of_range)
     tg_assert_error("tg_to_f64_array", "NULL");
     tg_release(t);
 }
+
+/* A broadcast that fails because a reduction dropped its dim says so, with
+ * the shape keepdim would have given; other failures keep the general
+ * hint. */
+TG_TEST(errors, broadcast_after_a_reduction_hints_at_keepdim)
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(4, 27), TG_FLOAT32);
+    tg_tensor *m = tg_sum(x, TG_DIMS(1), false); // (4,)
+    cr_assert_null(tg_sub(x, m));
+    tg_assert_error("tg_sub: cannot broadcast (4, 27) with (4,)",
+                    "but 27 != 4 at dim -1",
+                    "hint: if (4,) comes from a reduction over dim 1, keep "
+                    "that dim (keepdim true): as (4, 1) it lines up");
+    tg_tensor *y = tg_zeros(TG_SHAPE(3), TG_FLOAT32);
+    cr_assert_null(tg_add(x, y)); // (4, 27) with (3,): no dim to put back
+    tg_assert_error("hint: use tg_unsqueeze or tg_reshape");
+    tg_release(y);
+    tg_release(m);
+    tg_release(x);
+}

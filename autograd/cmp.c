@@ -24,6 +24,7 @@
  * tg_test_close reports the worst element), gradcheck (gradcheck.c).
  */
 #include "autograd.h"
+#include "ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -107,18 +108,18 @@ static void python_float_repr(double x, char *buf, size_t size)
 }
 
 /* Checks the arguments; 0, or -1 after an error. */
-static int cmp_check(const char *name, const tg_tensor *dt,
+static int cmp_check(const char *fn, const char *name, const tg_tensor *dt,
                      const tg_tensor *t)
 {
     char ds[TG_SHAPE_STR_MAX], gs[TG_SHAPE_STR_MAX];
     if (name == NULL) {
-        tg_error("tg_cmp", "name is NULL\n"
+        tg_error(fn, "name is NULL\n"
                  "  rule: name labels the printed line\n"
                  "  hint: pass the variable's name, e.g. \"logits\"");
         return -1;
     }
     if (t->grad == NULL) {
-        tg_error("tg_cmp",
+        tg_error(fn,
                  "%s has no gradient to compare with\n"
                  "  rule: t->grad must have been filled by tg_backward\n"
                  "  hint: call tg_retain_grad(%s) before tg_backward (a "
@@ -127,7 +128,7 @@ static int cmp_check(const char *name, const tg_tensor *dt,
         return -1;
     }
     if (!tg_dtype_is_float(dt->dtype) || dt->dtype != t->grad->dtype) {
-        tg_error("tg_cmp",
+        tg_error(fn,
                  "cannot compare d%s (%s) with %s.grad (%s)\n"
                  "  rule: both must have the same float dtype (as "
                  "torch.allclose requires)\n"
@@ -139,7 +140,7 @@ static int cmp_check(const char *name, const tg_tensor *dt,
     }
     if (!tg_same_shape(dt, t->grad)) {
         bool same_numel = dt->numel == t->grad->numel;
-        tg_error("tg_cmp",
+        tg_error(fn,
                  "cannot compare d%s of shape %s with %s.grad of shape %s\n"
                  "  rule: the shapes must be equal (PyTorch's cmp would "
                  "broadcast them and compare the wrong pairs)\n"
@@ -156,28 +157,30 @@ static int cmp_check(const char *name, const tg_tensor *dt,
     return 0;
 }
 
-int tg_cmp_format(const char *name, const tg_tensor *dt, const tg_tensor *t,
-                  char *buf, size_t size)
+/* The comparison of tg_cmp and tg_cmp_format (fn, for the messages). */
+static int cmp_run(const char *fn, const char *name, const tg_tensor *dt,
+                   const tg_tensor *t, char *buf, size_t size)
 {
     if (buf != NULL && size > 0)
         buf[0] = '\0';
     if (dt == NULL || t == NULL)
         return -1;
-    if (cmp_check(name, dt, t) < 0)
+    if (cmp_check(fn, name, dt, t) < 0)
         return -1;
-    const tg_tensor *g = t->grad;
-    int64_t n = dt->numel;
-    double *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
-    double *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
-    if (a == NULL || b == NULL || tg_to_f64_array(dt, a) < 0 ||
-        tg_to_f64_array(g, b) < 0) {
-        free(a);
-        free(b);
-        if (a == NULL || b == NULL)
-            tg_error("tg_cmp", "out of memory for %lld elements",
-                     (long long)n);
+    /* both as contiguous float64, to read them in C order */
+    tg_tensor *a64 = tg_to_dtype(dt, TG_FLOAT64);
+    tg_tensor *b64 = tg_to_dtype(t->grad, TG_FLOAT64);
+    tg_tensor *ac = tg_contiguous(a64);
+    tg_tensor *bc = tg_contiguous(b64);
+    tg_release(a64);
+    tg_release(b64);
+    if (ac == NULL || bc == NULL) {
+        tg_release(ac);
+        tg_release(bc);
         return -1;
     }
+    const double *a = tg_data_f64(ac), *b = tg_data_f64(bc);
+    int64_t n = ac->numel;
     bool exact = true, approximate = true;
     double maxdiff = 0.0; // the max of an empty tensor is taken as 0
     for (int64_t i = 0; i < n; i++) {
@@ -195,8 +198,8 @@ int tg_cmp_format(const char *name, const tg_tensor *dt, const tg_tensor *t,
         if (isnan(d) || d > maxdiff)
             maxdiff = isnan(maxdiff) ? maxdiff : d;
     }
-    free(a);
-    free(b);
+    tg_release(ac);
+    tg_release(bc);
     char diff[40];
     python_float_repr(maxdiff, diff, sizeof diff);
     if (buf != NULL && size > 0)
@@ -207,10 +210,16 @@ int tg_cmp_format(const char *name, const tg_tensor *dt, const tg_tensor *t,
     return approximate ? 1 : 0;
 }
 
+int tg_cmp_format(const char *name, const tg_tensor *dt, const tg_tensor *t,
+                  char *buf, size_t size)
+{
+    return cmp_run("tg_cmp_format", name, dt, t, buf, size);
+}
+
 int tg_cmp(const char *name, const tg_tensor *dt, const tg_tensor *t)
 {
     char line[256];
-    int rc = tg_cmp_format(name, dt, t, line, sizeof line);
+    int rc = cmp_run("tg_cmp", name, dt, t, line, sizeof line);
     if (rc >= 0)
         printf("%s\n", line);
     return rc;

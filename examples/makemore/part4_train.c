@@ -4,13 +4,17 @@
  * backward only. Nothing is recorded on a tape and tg_backward is never
  * called: part4_mlp.c's p4_train_step computes every gradient itself.
  *
- *   part4_train [--steps 200000] [--samples 20] [--data names.txt]
+ *   part4_train [--steps 200000] [--samples 20] [--eval-rows N]
+ *               [--data names.txt]
  *
  * As the lecture: batches of 32, lr 0.1 and then 0.01 from step 100000
  * (half of the steps, whatever --steps is), the loss printed every 10000
  * steps; then the BatchNorm statistics measured over the whole training
  * set, the train and val losses, and names sampled from a generator
- * seeded 2147483647 + 10. docs/training.md, section 8, shows a full run.
+ * seeded 2147483647 + 10. --eval-rows N calibrates and evaluates on the
+ * first N rows of each set only (a quick smoke run: the test suite's,
+ * which also runs under valgrind). docs/backprop-ninja.md shows a full
+ * run.
  */
 #include "part4_mlp.h"
 
@@ -30,10 +34,18 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The first n rows of x (all of them when n is 0 or more than x has), a
+ * new reference. */
+static tg_tensor *head(const tg_tensor *x, long n)
+{
+    int64_t rows = x->shape[0];
+    return tg_narrow(x, 0, 0, n > 0 && n < rows ? n : rows);
+}
+
 int main(int argc, char **argv)
 {
     const char *path = TG_DATA_DIR "/names.txt";
-    long max_steps = 200000, samples = 20;
+    long max_steps = 200000, samples = 20, eval_rows = 0; // 0: all
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
@@ -42,11 +54,14 @@ int main(int argc, char **argv)
             max_steps = strtol(argv[++i], &end, 10);
         else if (strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
             samples = strtol(argv[++i], &end, 10);
+        else if (strcmp(argv[i], "--eval-rows") == 0 && i + 1 < argc)
+            eval_rows = strtol(argv[++i], &end, 10);
         else
             end = argv[i];
-        if (end != NULL && (*end != '\0' || max_steps < 1 || samples < 0)) {
+        if (end != NULL && (*end != '\0' || max_steps < 1 || samples < 0 ||
+                            eval_rows < 0)) {
             fprintf(stderr, "usage: %s [--steps N >= 1] [--samples N >= 0] "
-                    "[--data names.txt]\n", argv[0]);
+                    "[--eval-rows N >= 1] [--data names.txt]\n", argv[0]);
             return 2;
         }
     }
@@ -80,12 +95,15 @@ int main(int argc, char **argv)
     }
     double seconds = now() - start;
 
+    /* the sets to evaluate: all of them, or their first eval_rows rows */
+    tg_tensor *xtr = head(tr.x, eval_rows), *ytr = head(tr.y, eval_rows);
+    tg_tensor *xdev = head(dev.x, eval_rows), *ydev = head(dev.y, eval_rows);
     tg_tensor *bnmean = NULL, *bnvar = NULL;
     if (rc == 0)
-        rc = p4_calibrate(&p, tr.x, &bnmean, &bnvar);
+        rc = p4_calibrate(&p, xtr, &bnmean, &bnvar);
     if (rc == 0) {
-        printf("train %.6f\n", p4_split_loss(&p, bnmean, bnvar, tr.x, tr.y));
-        printf("val %.6f\n", p4_split_loss(&p, bnmean, bnvar, dev.x, dev.y));
+        printf("train %.6f\n", p4_split_loss(&p, bnmean, bnvar, xtr, ytr));
+        printf("val %.6f\n", p4_split_loss(&p, bnmean, bnvar, xdev, ydev));
         /* g = torch.Generator().manual_seed(2147483647 + 10) */
         tg_generator *gs = tg_generator_new(P4_SEED + 10);
         char name[256];
@@ -101,6 +119,7 @@ int main(int argc, char **argv)
             seconds, 1e6 * seconds / (double)max_steps);
 
     tg_release(bnmean), tg_release(bnvar);
+    tg_release(xtr), tg_release(ytr), tg_release(xdev), tg_release(ydev);
     p4_params_free(&p);
     tg_generator_free(torch_default);
     tg_generator_free(g);

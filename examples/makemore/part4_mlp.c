@@ -526,7 +526,6 @@ static int sgd_update(tg_tensor *param, const tg_tensor *grad, double lr)
 int p4_train_step(p4_params *p, const tg_tensor *xb, const tg_tensor *yb,
                   double lr, double *loss, tg_tensor *grads[P4_NPARAMS])
 {
-    double n = (double)xb->shape[0];
     tg_no_grad_begin();
     /* emb = C[Xb]; embcat = emb.view(emb.shape[0], -1)
      * hprebn = embcat @ W1 + b1 */
@@ -588,7 +587,6 @@ int p4_train_step(p4_params *p, const tg_tensor *xb, const tg_tensor *yb,
     /* demb = dembcat.view(emb.shape); dC[Xb[k, j]] += demb[k, j] */
     tg_tensor *demb = emb ? tg_view(dembcat, emb->shape, emb->ndim) : NULL;
     g[0] = p4_embedding_backward(demb, xb, p->C->shape[0]);
-    (void)n;
 
     /* lr = 0.1 if i < 100000 else 0.01
      * for p, grad in zip(parameters, grads): p.data += -lr * grad */

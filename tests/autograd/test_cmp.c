@@ -153,8 +153,9 @@ TG_TEST(cmp, maxdiff_as_python_prints_it)
 }
 
 /* PyTorch's cmp broadcasts a (3,) dt against a (3, 1) grad and compares a
- * (3, 3) grid; with these values it would even say approximate True where
- * the diagonal agrees... tg_cmp refuses the shapes instead. */
+ * (3, 3) grid: with both all ones, as here, it prints "exact: True" for a
+ * gradient of the wrong shape. tg_cmp refuses the shapes instead, and
+ * prints nothing. */
 TG_TEST(cmp, shape_mismatch_is_an_error_not_a_broadcast)
 {
     tg_tensor *x = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32);

@@ -262,6 +262,27 @@ int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
                  int ninputs, const tg_gradcheck_options *opts,
                  tg_gradcheck_result *result);
 
+/* ------------------------------------------- comparing hand gradients */
+
+/* makemore part 4's cmp(name, dt, t): compares dt, a gradient worked out
+ * by hand, with t->grad, the one tg_backward stored (call tg_retain_grad
+ * on a non-leaf t first), and prints the lecture's line
+ *   logits          | exact: True  | approximate: True  | maxdiff: 0.0
+ * exact: every element equal (torch.all(dt == t.grad)); approximate:
+ * torch.allclose(dt, t.grad) with its defaults, |dt - g| <= 1e-8 + 1e-5
+ * |g| everywhere, NaN close to nothing; maxdiff: max |dt - g| computed in
+ * the dtype, printed as Python prints a float. Unlike PyTorch, which
+ * broadcasts (a (32,) dt against a (32, 1) grad is compared as a (32, 32)
+ * grid), different shapes are an error, and so are different dtypes.
+ * Returns 1 when approximately equal, 0 when not, -1 on error (nothing
+ * printed). Arguments borrowed. */
+int tg_cmp(const char *name, const tg_tensor *dt, const tg_tensor *t);
+/* tg_cmp writing the line (no newline) into buf of size bytes, truncated
+ * to fit, instead of printing it; buf holds "" after an error. Returns 1,
+ * 0 or -1 as tg_cmp. Arguments borrowed. */
+int tg_cmp_format(const char *name, const tg_tensor *dt, const tg_tensor *t,
+                  char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

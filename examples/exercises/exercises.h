@@ -154,4 +154,38 @@ tg_tensor *ex_rms_norm(const tg_tensor *x, const tg_tensor *weight,
 double ex_train(tg_module *model, tg_optimizer *opt, const tg_dataset *train,
                 int epochs, int64_t batch_size, tg_generator *g);
 
+/* ------------------ 14 to 16: makemore part 4, "becoming a backprop ninja" */
+/* The network of examples/makemore/part4_mlp.h (p4_params, p4_forward,
+ * p4_grads), float32 as in the lecture. These exercises check your
+ * gradients with tg_cmp, the lecture's cmp(): approximately equal to the
+ * tape's (torch.allclose's tolerance), and of the same shape. */
+#include "../makemore/part4_mlp.h"
+
+/* 14: backprop through the whole network by hand. Given the parameters,
+ * the forward f of a batch (xb (n, 3) int64, yb (n,) int64) as
+ * p4_forward_run computes it, fill every field of *d with dL/d(that
+ * variable) for loss = f->loss: the 7 parameters and the 19
+ * intermediates (not the loss), each a new reference of its variable's
+ * shape, float32, written with tensor ops one intermediate at a time,
+ * from dlogprobs back to dC. Returns 0 or -1. */
+int ex_backprop_ninja(const p4_params *p, const p4_forward *f,
+                      const tg_tensor *xb, const tg_tensor *yb, p4_grads *d);
+
+/* 15: dL/dlogits of loss = the mean cross-entropy of logits (N, C)
+ * against labels (N,) int64, in one expression (no step-by-step backward
+ * through max, exp, sum, log). float32 or float64; keep logits' dtype.
+ * New reference. */
+tg_tensor *ex_cross_entropy_backward(const tg_tensor *logits,
+                                     const tg_tensor *labels);
+
+/* 16: one training step of the lecture's exercise 4 with your own
+ * backward only: the forward of xb (n, 3), yb (n,) with BatchNorm on the
+ * batch's mean and unbiased variance (eps 1e-5), the mean cross-entropy,
+ * every parameter's gradient by hand, then p -= lr * grad for each. Store
+ * the batch loss (before the update) in *loss and the seven gradients, in
+ * the order of p4_params_list, in grads (new references). Nothing may be
+ * recorded on the tape. Returns 0 or -1. */
+int ex_train_step(p4_params *p, const tg_tensor *xb, const tg_tensor *yb,
+                  double lr, double *loss, tg_tensor *grads[P4_NPARAMS]);
+
 #endif

@@ -965,3 +965,118 @@ TG_TEST(tg_gradcheck_catalogue, float32_warning_is_not_an_error)
     fclose(f);
     tg_release(x);
 }
+
+/* ----------------------------------------- comparing hand gradients */
+
+/* A (3, 1) float32 leaf whose .grad is filled (ones). New reference. */
+static tg_tensor *leaf31_with_grad(void)
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32);
+    tg_set_requires_grad(x, true);
+    tg_tensor *s = tg_sum(x, NULL, 0, false);
+    cr_assert_eq(tg_backward(s), 0);
+    tg_release(s);
+    return x;
+}
+
+ERROR_CASE(tg_cmp, shape_mismatch,
+           "dt's shape differs from t.grad's (a sum that lost its keepdim)")
+{
+    tg_tensor *x = leaf31_with_grad();
+    tg_tensor *dt = tg_ones(TG_SHAPE(3), TG_FLOAT32);
+    EXPECT_ERROR(tg_cmp("bnmeani", dt, x) == -1,
+                 "tg_cmp: cannot compare dbnmeani of shape (3,) with "
+                 "bnmeani.grad of shape (3, 1)");
+    tg_release(dt);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp, no_grad, "t has no .grad (no retain_grad, no backward)")
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32);
+    tg_tensor *dt = tg_ones(TG_SHAPE(3, 1), TG_FLOAT32);
+    EXPECT_ERROR(tg_cmp("h", dt, x) == -1,
+                 "tg_cmp: h has no gradient to compare with");
+    tg_release(dt);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp, dtype_mismatch, "dt's dtype differs from t.grad's")
+{
+    tg_tensor *x = leaf31_with_grad();
+    tg_tensor *dt = tg_ones(TG_SHAPE(3, 1), TG_FLOAT64);
+    EXPECT_ERROR(tg_cmp("h", dt, x) == -1,
+                 "tg_cmp: cannot compare dh (float64) with h.grad (float32)");
+    tg_release(dt);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp, null_name, "name is NULL")
+{
+    tg_tensor *x = leaf31_with_grad();
+    EXPECT_ERROR(tg_cmp(NULL, x->grad, x) == -1, "tg_cmp: name is NULL");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp, null_tensor, "dt is NULL (an earlier call failed)")
+{
+    tg_tensor *x = leaf31_with_grad();
+    EXPECT_SILENT(tg_cmp("x", NULL, x) == -1);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp, null_variable, "t is NULL (an earlier call failed)")
+{
+    tg_tensor *dt = tg_ones(TG_SHAPE(3, 1), TG_FLOAT32);
+    EXPECT_SILENT(tg_cmp("x", dt, NULL) == -1);
+    tg_release(dt);
+}
+
+ERROR_CASE(tg_cmp_format, shape_mismatch, "dt's shape differs from t.grad's")
+{
+    tg_tensor *x = leaf31_with_grad();
+    tg_tensor *dt = tg_ones(TG_SHAPE(1, 3), TG_FLOAT32);
+    char line[128];
+    EXPECT_ERROR(tg_cmp_format("x", dt, x, line, sizeof line) == -1,
+                 "tg_cmp_format: cannot compare dx of shape (1, 3) with "
+                 "x.grad of shape (3, 1)");
+    tg_release(dt);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp_format, no_grad, "t has no .grad")
+{
+    tg_tensor *x = tg_zeros(TG_SHAPE(3, 1), TG_FLOAT32);
+    char line[128];
+    EXPECT_ERROR(tg_cmp_format("x", x, x, line, sizeof line) == -1,
+                 "tg_cmp_format: x has no gradient to compare with");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp_format, dtype_mismatch, "dt is not float or not t.grad's dtype")
+{
+    tg_tensor *x = leaf31_with_grad();
+    tg_tensor *dt = tg_ones(TG_SHAPE(3, 1), TG_INT64);
+    char line[128];
+    EXPECT_ERROR(tg_cmp_format("x", dt, x, line, sizeof line) == -1,
+                 "tg_cmp_format: cannot compare dx (int64) with x.grad "
+                 "(float32)");
+    tg_release(dt);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp_format, null_name, "name is NULL")
+{
+    tg_tensor *x = leaf31_with_grad();
+    char line[128];
+    EXPECT_ERROR(tg_cmp_format(NULL, x->grad, x, line, sizeof line) == -1,
+                 "tg_cmp_format: name is NULL");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_cmp_format, null_tensor,
+           "dt or t is NULL (an earlier call failed)")
+{
+    char line[128];
+    EXPECT_SILENT(tg_cmp_format("x", NULL, NULL, line, sizeof line) == -1);
+}

@@ -69,11 +69,13 @@ int part3_mlp_init(part3_mlp *m, int64_t vocab_size, tg_generator *g)
      *      * (5/3)/((n_embd * block_size)**0.5)
      * W2 = torch.randn((n_hidden, vocab_size), generator=g) * 0.01
      * b2 = torch.randn(vocab_size, generator=g) * 0
-     * The products are computed in float32 by the multiplication, with the
-     * scale rounded to float first, as PyTorch does. */
+     * Python reads W1's line as (randn * (5/3)) / 30**0.5: two float32
+     * roundings, as here, not one multiplication by 0.304. */
     m->C = tg_randn_gen(g, TG_SHAPE(vocab_size, PART3_N_EMBD), TG_FLOAT32);
-    m->W1 = randn_scaled(g, TG_SHAPE(fan_in, PART3_N_HIDDEN),
-                         (5.0 / 3.0) / pow((double)fan_in, 0.5));
+    tg_tensor *w1 = randn_scaled(g, TG_SHAPE(fan_in, PART3_N_HIDDEN),
+                                 5.0 / 3.0);
+    m->W1 = tg_div_scalar(w1, pow((double)fan_in, 0.5));
+    tg_release(w1);
     m->W2 = randn_scaled(g, TG_SHAPE(PART3_N_HIDDEN, vocab_size), 0.01);
     m->b2 = randn_scaled(g, TG_SHAPE(vocab_size), 0.0);
     /* bngain = torch.ones((1, n_hidden)) ... bnstd_running = torch.ones */

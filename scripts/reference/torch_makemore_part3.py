@@ -25,6 +25,7 @@ so that the float32 sums are done in one order.
 File format, one record per line (floats as their decimal repr and their
 float32 bits):
 
+    schedule <steps> <decay_at>   the steps run; lr 0.01 from decay_at
     words <n>                     len(words)
     vocab <n>                     vocab_size
     shape <split> <rows> <cols>   Xtr, Xdev, Xte
@@ -79,6 +80,8 @@ def main():
         steps, decay_at, write_to = FULL_STEPS, FULL_DECAY_AT, None
     elif args:
         write_to = pathlib.Path(args[0])
+
+    out.append(f"schedule {steps} {decay_at}")
 
     # read in all the words
     words = open(root / "data" / "names.txt", "r").read().splitlines()

@@ -17,11 +17,12 @@
  * 2147483647 + 10.
  *
  * The random numbers are PyTorch's (the same initial weights and batches,
- * bit for bit); the float32 sums of the matrix products are done in
- * another order than PyTorch's, so the losses agree to about 6 digits at
- * first and drift apart over thousands of steps (docs/training.md,
- * section 10, gives the measurements; tests/examples/test_makemore_part3.c
- * checks the first 300 steps against PyTorch).
+ * bit for bit) and so is the step-0 loss; from then on the float32 sums
+ * of the gradients are done in another order than PyTorch's, so the
+ * losses differ in their last bits (1 or 2 ulps over the first 300
+ * steps, which tests/examples/test_makemore_part3.c checks against
+ * PyTorch). docs/tutorial/makemore-part3.md compares a whole run with
+ * the lecture's printed numbers.
  *
  * What it writes into --out (default out/makemore_part3):
  *   loss.csv    step,loss,log10_loss,mean_log10_loss_1000: every step
@@ -192,6 +193,7 @@ int main(int argc, char **argv)
     int prc = parse_options(argc, argv, &o);
     if (prc != 0)
         return demo_usage_exit(prc, usage, argv[0]);
+    setvbuf(stdout, NULL, _IOLBF, 0); // a log file shows each line at once
     if (demo_make_dirs(o.out) != 0) {
         fprintf(stderr, "cannot create %s: %s\n", o.out, strerror(errno));
         return 1;

@@ -53,6 +53,7 @@
 
 typedef struct options {
     long long steps, decay_at, print_every;
+    long long words; // 0: all
     const char *out;
     const char *data;
     bool plots;
@@ -69,6 +70,8 @@ static void usage(FILE *f, const char *prog)
             "(default %d)\n"
             "  --print-every N  print the loss every N steps (default "
             "10000)\n"
+            "  --words N        use the first N words of the shuffled list "
+            "(default: all)\n"
             "  --data FILE      the word list (default %s/names.txt)\n"
             "  --out DIR        output folder (default out/makemore_part3)\n"
             "  --no-plots       write the CSV file only, do not run "
@@ -79,11 +82,11 @@ static void usage(FILE *f, const char *prog)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){PART3_MAX_STEPS, PART3_DECAY_AT, 10000,
+    *o = (options){PART3_MAX_STEPS, PART3_DECAY_AT, 10000, 0,
                    "out/makemore_part3", TG_DATA_DIR "/names.txt", true};
     static const char *const names[] = {"--steps", "--decay-at",
-                                        "--print-every", "--data", "--out",
-                                        NULL};
+                                        "--print-every", "--words", "--data",
+                                        "--out", NULL};
     const char *v = NULL;
     int i = 0, k;
     while ((k = demo_next_option(argc, argv, &i, names, &v, &o->plots)) >=
@@ -100,6 +103,9 @@ static int parse_options(int argc, char **argv, options *o)
             ok = demo_parse_int(v, 1, 100000000, &o->print_every);
             break;
         case 3:
+            ok = demo_parse_int(v, 10, 100000000, &o->words);
+            break;
+        case 4:
             ok = *v != '\0';
             o->data = v;
             break;
@@ -205,10 +211,13 @@ int main(int argc, char **argv)
     FILE *csv = NULL, *names = NULL;
     tg_generator *g = tg_generator_new(PART3_SEED);
     tg_generator *gs = tg_generator_new(PART3_SEED + 10ULL);
-    if (!g || !gs || part3_data_load(o.data, &d) != 0)
+    if (!g || !gs || part3_data_load(o.data, o.words, &d) != 0)
         goto done;
     const char *itos = tg_words_vocab(d.words);
-    printf("%lld\n", (long long)tg_words_count(d.words)); // len(words)
+    long long nwords = tg_words_count(d.words);
+    if (o.words > 0 && o.words < nwords)
+        nwords = o.words;
+    printf("%lld\n", nwords); // len(words)
     print_itos(itos);
     printf("%lld\n", (long long)d.vocab_size);
     print_shapes(&d.train);

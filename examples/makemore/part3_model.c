@@ -21,7 +21,7 @@
 
 /* ----------------------------------------------------------------- data */
 
-int part3_data_load(const char *path, part3_data *d)
+int part3_data_load(const char *path, int64_t max_words, part3_data *d)
 {
     memset(d, 0, sizeof *d);
     /* words = open('names.txt', 'r').read().splitlines() */
@@ -29,10 +29,32 @@ int part3_data_load(const char *path, part3_data *d)
     if (!d->words)
         return -1;
     d->vocab_size = (int64_t)strlen(tg_words_vocab(d->words));
-    /* random.seed(42); random.shuffle(words); n1 = int(0.8*len(words)) ...
-     * Xtr, Ytr = build_dataset(words[:n1]) ... */
-    if (tg_words_split(d->words, PART3_BLOCK_SIZE, PART3_SPLIT_SEED,
-                       &d->train, &d->val, &d->test) != 0) {
+    int64_t n = tg_words_count(d->words);
+    int rc;
+    if (max_words <= 0 || max_words >= n) {
+        /* random.seed(42); random.shuffle(words)
+         * n1 = int(0.8*len(words)); n2 = int(0.9*len(words))
+         * Xtr, Ytr = build_dataset(words[:n1]) ... */
+        rc = tg_words_split(d->words, PART3_BLOCK_SIZE, PART3_SPLIT_SEED,
+                            &d->train, &d->val, &d->test);
+    } else {
+        /* the same shuffle, then words = words[:max_words] */
+        tg_pyrandom *r = tg_pyrandom_new(PART3_SPLIT_SEED);
+        rc = r ? tg_words_shuffle(d->words, r) : -1;
+        tg_pyrandom_free(r);
+        int64_t n1 = (int64_t)(0.8 * (double)max_words);
+        int64_t n2 = (int64_t)(0.9 * (double)max_words);
+        if (rc == 0)
+            rc = tg_words_dataset(d->words, 0, n1, PART3_BLOCK_SIZE,
+                                  &d->train);
+        if (rc == 0)
+            rc = tg_words_dataset(d->words, n1, n2, PART3_BLOCK_SIZE,
+                                  &d->val);
+        if (rc == 0)
+            rc = tg_words_dataset(d->words, n2, max_words, PART3_BLOCK_SIZE,
+                                  &d->test);
+    }
+    if (rc != 0) {
         part3_data_free(d);
         return -1;
     }

@@ -50,6 +50,7 @@
 
 typedef struct options {
     long long steps, decay_at, print_every;
+    long long words; // 0: all
     const char *data;
 } options;
 
@@ -65,6 +66,8 @@ static void usage(FILE *f, const char *prog)
             "(default %d)\n"
             "  --print-every N  print the losses every N steps (default "
             "2000)\n"
+            "  --words N        use the first N words of the shuffled list "
+            "(default: all)\n"
             "  --data FILE      the word list (default %s/names.txt)\n"
             "  --help           this text\n",
             prog, PART3_DECAY_AT, TG_DATA_DIR);
@@ -72,9 +75,10 @@ static void usage(FILE *f, const char *prog)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){20000, PART3_DECAY_AT, 2000, TG_DATA_DIR "/names.txt"};
+    *o = (options){20000, PART3_DECAY_AT, 2000, 0, TG_DATA_DIR "/names.txt"};
     static const char *const names[] = {"--steps", "--decay-at",
-                                        "--print-every", "--data", NULL};
+                                        "--print-every", "--words", "--data",
+                                        NULL};
     const char *v = NULL;
     bool plots = false; // no plots here; --no-plots is accepted
     int i = 0, k;
@@ -86,6 +90,8 @@ static int parse_options(int argc, char **argv, options *o)
             ok = demo_parse_int(v, 0, 100000000, &o->decay_at);
         else if (k == 2)
             ok = demo_parse_int(v, 1, 100000000, &o->print_every);
+        else if (k == 3)
+            ok = demo_parse_int(v, 10, 100000000, &o->words);
         else {
             ok = *v != '\0';
             o->data = v;
@@ -115,7 +121,7 @@ int main(int argc, char **argv)
     tg_generator *g_raw = tg_generator_new(PART3_SEED);
     tg_generator *g_mod = tg_generator_new(PART3_SEED);
     tg_generator *gs = tg_generator_new(PART3_SEED + 10ULL);
-    if (!g_raw || !g_mod || !gs || part3_data_load(o.data, &d) != 0)
+    if (!g_raw || !g_mod || !gs || part3_data_load(o.data, o.words, &d) != 0)
         goto done;
     /* the same draws twice: one copy trains raw, the other is copied into
      * the modules (and leaves g_mod where g_raw is) */

@@ -302,7 +302,7 @@ TG_TEST(makemore_part3, data_and_initial_parameters_are_pytorchs)
     reference r;
     reference_load(&r);
     part3_data d;
-    cr_assert_eq(part3_data_load(names_path(), &d), 0);
+    cr_assert_eq(part3_data_load(names_path(), 0, &d), 0);
     cr_assert_eq(tg_words_count(d.words), r.words);
     cr_assert_eq(d.vocab_size, r.vocab);
     cr_assert_eq(r.words, 32033); // what the lecture prints
@@ -347,7 +347,7 @@ TG_TEST(makemore_part3, training_matches_pytorch)
     reference r;
     reference_load(&r);
     part3_data d;
-    cr_assert_eq(part3_data_load(names_path(), &d), 0);
+    cr_assert_eq(part3_data_load(names_path(), 0, &d), 0);
     run *ours = calloc(1, sizeof *ours);
     cr_assert_not_null(ours);
     train_run(&r, &d, false, ours);
@@ -390,7 +390,7 @@ TG_TEST(makemore_part3, modules_match_pytorch_too)
     reference r;
     reference_load(&r);
     part3_data d;
-    cr_assert_eq(part3_data_load(names_path(), &d), 0);
+    cr_assert_eq(part3_data_load(names_path(), 0, &d), 0);
     run *ours = calloc(1, sizeof *ours);
     cr_assert_not_null(ours);
     train_run(&r, &d, true, ours);

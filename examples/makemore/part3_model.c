@@ -440,6 +440,94 @@ tg_tensor *part3_modules_logits(void *net, const tg_tensor *x)
     return logits;
 }
 
+/* -------------------------------------------------- the deeper network */
+
+tg_module *part3_deep_new(int64_t vocab, tg_generator *g)
+{
+    tg_batch_norm_config bn = tg_batch_norm_config_default();
+    bn.correction = 1; // x.var(0, keepdim=True): the unbiased variance
+    tg_module *net = tg_sequential_new(NULL, 0);
+    if (!net || tg_sequential_append(net, tg_embedding_new(vocab,
+                                                           PART3_N_EMBD)) ||
+        tg_sequential_append(net, tg_flatten_new(1, -1))) {
+        tg_module_free(net);
+        return NULL;
+    }
+    /* C = torch.randn((vocab_size, n_embd), generator=g) */
+    tg_tensor *c = tg_randn_gen(g, TG_SHAPE(vocab, PART3_N_EMBD),
+                                TG_FLOAT32);
+    int rc = c ? 0 : -1;
+    tg_no_grad_begin();
+    if (rc == 0)
+        rc = tg_copy_(tg_module_parameter(net, "0.weight"), c);
+    tg_release(c);
+    for (int l = 0; l <= PART3_DEEP_DEPTH && rc == 0; l++) {
+        int64_t in = l == 0 ? PART3_N_EMBD * PART3_BLOCK_SIZE
+                            : PART3_DEEP_HIDDEN;
+        int64_t out = l == PART3_DEEP_DEPTH ? vocab : PART3_DEEP_HIDDEN;
+        tg_module *lin = tg_linear_new(in, out, false);
+        tg_module *norm = tg_batch_norm1d_new(out, &bn);
+        /* Linear(fan_in, fan_out, bias=False): self.weight =
+         * torch.randn((fan_in, fan_out), generator=g) / fan_in**0.5 */
+        tg_tensor *r = tg_randn_gen(g, TG_SHAPE(in, out), TG_FLOAT32);
+        tg_tensor *w = tg_div_scalar(r, pow((double)in, 0.5));
+        tg_tensor *wt = tg_transpose(w, 0, 1);
+        rc = lin && norm && wt ? tg_copy_(tg_module_parameter(lin, "weight"),
+                                          wt)
+                               : -1;
+        /* layers[-1].gamma *= 0.1: the last layer less confident */
+        if (rc == 0 && l == PART3_DEEP_DEPTH) {
+            tg_tensor *gamma = tg_module_parameter(norm, "weight");
+            tg_tensor *scaled = tg_mul_scalar(gamma, 0.1);
+            rc = scaled ? tg_copy_(gamma, scaled) : -1;
+            tg_release(scaled);
+        }
+        tg_release(wt);
+        tg_release(w);
+        tg_release(r);
+        /* each append takes the layer, also when it fails */
+        if (tg_sequential_append(net, lin) != 0)
+            rc = -1;
+        if (tg_sequential_append(net, norm) != 0)
+            rc = -1;
+        if (l < PART3_DEEP_DEPTH &&
+            tg_sequential_append(net, tg_tanh_new()) != 0)
+            rc = -1;
+    }
+    tg_no_grad_end();
+    if (rc != 0) {
+        tg_module_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* x = emb.view(...); for layer in layers: x = layer(x), keeping each Tanh
+ * output in acts[] (new references, their gradients retained). */
+tg_tensor *part3_deep_forward(tg_module *net, const tg_tensor *x,
+                              tg_tensor **acts)
+{
+    tg_tensor *h = NULL;
+    int n = tg_module_num_children(net), a = 0;
+    for (int i = 0; i < n; i++) {
+        tg_module *child = tg_module_child_at(net, i);
+        tg_tensor *next = tg_module_forward(child, i == 0 ? x : h);
+        tg_release(h);
+        h = next;
+        if (!h)
+            return NULL;
+        if (strcmp(tg_module_get_type(child)->name, "Tanh") == 0) {
+            /* layer.out.retain_grad() */
+            if (tg_retain_grad(h) != 0) {
+                tg_release(h);
+                return NULL;
+            }
+            acts[a++] = tg_retain(h);
+        }
+    }
+    return h;
+}
+
 /* ------------------------------------------------------------ progress */
 
 static double now_seconds(void)

@@ -111,6 +111,25 @@ int part3_modules_step(tg_module *net, const tg_dataset *train,
  * in training mode. */
 tg_tensor *part3_modules_logits(void *net, const tg_tensor *x);
 
+/* The deeper network of the lecture's last section, from modules:
+ *   Embedding(vocab, 10) -> Flatten()
+ *   -> 5 x [Linear(., 100, bias=False) -> BatchNorm1d(100) -> Tanh()]
+ *   -> Linear(100, vocab, bias=False) -> BatchNorm1d(vocab)
+ * BatchNorm1d with correction 1 (the lecture's class normalises with
+ * x.var(0), unbiased), eps 1e-5, momentum 0.1. C and the weights are
+ * drawn from g in the lecture's order, each weight
+ * randn((fan_in, fan_out)) / fan_in**0.5 (a Linear gets its transpose),
+ * and the last BatchNorm's gain is 0.1. A new module (tg_module_free), or
+ * NULL on error. */
+#define PART3_DEEP_DEPTH 5
+#define PART3_DEEP_HIDDEN 100
+tg_module *part3_deep_new(int64_t vocab_size, tg_generator *g);
+/* The logits of x, keeping each Tanh output in acts[0 .. 5) (new
+ * references, with their gradients retained: layer.out.retain_grad()).
+ * New reference, or NULL. */
+tg_tensor *part3_deep_forward(tg_module *net, const tg_tensor *x,
+                              tg_tensor **acts);
+
 /* ------------------------------------------------------------ progress */
 
 /* A progress line ("step 12000/200000  loss 2.1234  1520 steps/s  ETA

@@ -227,19 +227,9 @@ static int train(const options *o, tg_module *net, const part3_data *d,
     const double lr = 0.1; // lr = 0.1 if i < 150000 else 0.01
     int rc = 0;
     for (long long i = 0; i < o->steps && rc == 0; i++) {
-        tg_tensor *ix = tg_randint_gen(g, 0, d->train.x->shape[0],
-                                       TG_SHAPE(PART3_BATCH));
-        tg_tensor *xb = tg_index(d->train.x, ix);
-        tg_tensor *yb = tg_index(d->train.y, ix);
-        tg_tensor *acts[DEPTH] = {0};
-        tg_tensor *logits = yb ? part3_deep_forward(net, xb, acts) : NULL;
-        tg_tensor *loss = tg_cross_entropy(logits, yb, TG_REDUCTION_MEAN);
-        for (int k = 0; k < n; k++)
-            tg_clear_grad(p[k]); // p.grad = None
-        if (!loss || tg_backward(loss) != 0 ||
-            part3_sgd_update(p, n, lr) != 0)
-            rc = -1;
-        double lv = loss ? tg_item(loss) : NAN;
+        tg_tensor *acts[DEPTH];
+        double lv;
+        rc = part3_deep_step(net, &d->train, g, lr, acts, &lv);
         if (rc == 0) {
             if (i % 10000 == 0) {
                 part3_progress_clear(&prog);
@@ -262,11 +252,6 @@ static int train(const options *o, tg_module *net, const part3_data *d,
         }
         for (int l = 0; l < DEPTH; l++)
             tg_release(acts[l]);
-        tg_release(loss);
-        tg_release(logits);
-        tg_release(yb);
-        tg_release(xb);
-        tg_release(ix);
         part3_progress_show(&prog, i + 1, lv);
     }
     part3_progress_clear(&prog);

@@ -528,6 +528,35 @@ tg_tensor *part3_deep_forward(tg_module *net, const tg_tensor *x,
     return h;
 }
 
+int part3_deep_step(tg_module *net, const tg_dataset *train, tg_generator *g,
+                    double lr, tg_tensor **acts, double *loss)
+{
+    tg_tensor *ix, *xb, *yb;
+    int rc = draw_batch(train, g, &ix, &xb, &yb);
+    for (int l = 0; l < PART3_DEEP_DEPTH; l++)
+        acts[l] = NULL;
+    /* emb = C[Xb]; x = emb.view(...); for layer in layers: x = layer(x) */
+    tg_tensor *logits = rc == 0 ? part3_deep_forward(net, xb, acts) : NULL;
+    tg_tensor *l = tg_cross_entropy(logits, yb, TG_REDUCTION_MEAN);
+    tg_named_tensor params[32];
+    int n = tg_module_named_parameters(net, params, 32);
+    tg_tensor *p[32];
+    for (int i = 0; i < n && i < 32; i++) {
+        p[i] = params[i].tensor;
+        tg_clear_grad(p[i]); // p.grad = None
+    }
+    if (!l || n < 0 || n > 32 || tg_backward(l) != 0 ||
+        part3_sgd_update(p, n, lr) != 0)
+        rc = -1;
+    *loss = l ? tg_item(l) : NAN;
+    tg_release(l);
+    tg_release(logits);
+    tg_release(yb);
+    tg_release(xb);
+    tg_release(ix);
+    return rc;
+}
+
 /* ------------------------------------------------------------ progress */
 
 static double now_seconds(void)

@@ -129,6 +129,11 @@ tg_module *part3_deep_new(int64_t vocab_size, tg_generator *g);
  * New reference, or NULL. */
 tg_tensor *part3_deep_forward(tg_module *net, const tg_tensor *x,
                               tg_tensor **acts);
+/* One training step of the lecture's loop for it: a batch from g, the
+ * forward keeping acts (as part3_deep_forward: new references, NULL after
+ * an error), backward, p += -lr * grad. *loss receives loss.item(). */
+int part3_deep_step(tg_module *net, const tg_dataset *train, tg_generator *g,
+                    double lr, tg_tensor **acts, double *loss);
 
 /* ------------------------------------------------------------ progress */
 

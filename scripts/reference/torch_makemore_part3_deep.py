@@ -14,6 +14,10 @@ python3-torch), from anywhere:
 
 Not part of scripts/gen-reference.sh, which needs only NumPy (and the name
 does not start with gen_, so generate.py does not import it). One thread.
+PyTorch's float32 matrix products go through the BLAS it was built with,
+so on another machine or build the losses may differ from the committed
+file in their last bits; the bounds in the test were measured against
+the committed file, made with Debian 12's python3-torch on x86-64.
 
 File format, one record per line (floats as their decimal repr and their
 float32 bits):

@@ -1,6 +1,6 @@
 """Writes tests/reference/torch-makemore-part4.txt: makemore part 4
 ("becoming a backprop ninja", karpathy/nn-zero-to-hero) run with PyTorch
-1.13, for tests/makemore/test_part4.c.
+1.13, for tests/examples/test_makemore_part4.c.
 
 The lecture's code, unchanged but for one thing: the lecture draws bngain
 and bnbias with torch.randn and no generator, from the default generator

@@ -1,5 +1,5 @@
 /*
- * tests/makemore/test_part4.c - makemore part 4 ("becoming a backprop
+ * tests/examples/test_makemore_part4.c - makemore part 4 ("becoming a backprop
  * ninja", examples/makemore/part4_mlp.c) against PyTorch 1.13: the
  * vectors of tests/reference/torch-makemore-part4.txt, written by
  * scripts/reference/torch_makemore_part4.py from the lecture's code.

@@ -159,8 +159,10 @@ int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
  *   backward(ctx, grad_out, grad_inputs) receives dL/d(output) (borrowed,
  *   the output's shape) and stores in grad_inputs[i] a NEW reference to
  *   dL/d(inputs[i]), with inputs[i]'s shape, for each i where
- *   tg_ctx_needs_grad(ctx, i); leave NULL for a zero gradient. It runs with
- *   gradients disabled. Returns 0, or -1 after reporting an error.
+ *   tg_ctx_needs_grad(ctx, i); leave NULL for a zero gradient, and write no
+ *   slot i >= ninputs (tg_backward fails on one, naming the function). It
+ *   runs with gradients disabled. Returns 0, or -1 after reporting an
+ *   error.
  *
  * tg_function_apply records the call on the tape when an input needs a
  * gradient; tg_backward and tg_gradcheck then treat it like any built-in op.
@@ -172,7 +174,7 @@ typedef struct tg_function {
                           int ninputs, const void *args);
     int (*backward)(tg_ctx *ctx, const tg_tensor *grad_out,
                     tg_tensor **grad_inputs);
-    size_t data_size; // bytes of tg_ctx_data(ctx)
+    size_t data_size; // bytes of tg_ctx_data(ctx), at most PTRDIFF_MAX
 } tg_function;
 
 #define TG_MAX_INPUTS 8 // inputs of one node

@@ -294,3 +294,154 @@ TG_TEST(limits, batch_norm_counter_is_exact)
     tg_release(x);
     tg_module_free(bn);
 }
+
+/* ------------------------------------------------------ long paths */
+
+#define LONG_NAME 3000
+
+/* dir + "/" + 3000 'a's + suffix; malloc'd. */
+static char *long_path(const char *dir, const char *suffix)
+{
+    size_t n = strlen(dir) + 1 + LONG_NAME + strlen(suffix) + 1;
+    char *p = malloc(n);
+    cr_assert_not_null(p);
+    size_t len = (size_t)snprintf(p, n, "%s/", dir);
+    memset(p + len, 'a', LONG_NAME);
+    strcpy(p + len + LONG_NAME, suffix);
+    return p;
+}
+
+/* The message was not cut: it still has its rule line, its path is
+ * shortened with "..." and keeps the path's end (the file's name). */
+static void check_message_whole(const char *what, const char *end)
+{
+    const char *e = tg_last_error();
+    cr_assert(strstr(e, "\n  rule: ") != NULL,
+              "%s: the rule line was lost:\n%.300s...", what, e);
+    cr_assert(strlen(e) < 1200, "%s: the message is %zu bytes", what,
+              strlen(e));
+    cr_assert(strstr(e, "aaa...aaa") != NULL, "%s: no shortened path:\n%s",
+              what, e);
+    cr_assert(strstr(e, end) != NULL, "%s: the path's end '%s' is lost:\n%s",
+              what, end, e);
+}
+
+TG_TEST(limits, long_paths_leave_room_for_the_rule)
+{
+    char dir[] = "/tmp/tg_limits_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    tg_tensor *x = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+
+    char *npy = long_path(dir, ".npy");
+    cr_assert_eq(tg_save_npy(npy, x), -1);
+    check_message_whole("tg_save_npy", "aaa.npy");
+    cr_assert_null(tg_load_npy(npy));
+    check_message_whole("tg_load_npy", "aaa.npy");
+
+    char *words = long_path(dir, ".txt");
+    cr_assert_null(tg_words_load(words));
+    check_message_whole("tg_words_load", "aaa.txt");
+
+    char *ckpt = long_path(dir, "-ckpt");
+    tg_module *m = tg_linear_new(2, 1, true);
+    cr_assert_eq(tg_module_save(m, ckpt), -1);
+    check_message_whole("tg_module_save", "aaa-ckpt");
+    cr_assert_eq(tg_module_load(m, ckpt), -1);
+    check_message_whole("tg_module_load", "aaa-ckpt");
+    tg_module_free(m);
+
+    free(ckpt);
+    free(words);
+    free(npy);
+    tg_release(x);
+    cr_assert_eq(rmdir(dir), 0, "the failed calls left files in %s", dir);
+}
+
+/* A checkpoint whose folders cannot be made: the message shows two long
+ * paths, the folder and the checkpoint, both shortened. */
+TG_TEST(limits, long_checkpoint_path_under_a_file)
+{
+    char dir[] = "/tmp/tg_limits_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char file[64];
+    snprintf(file, sizeof file, "%s/f", dir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    /* "<dir>/f/bbb.../bbb.../ckpt": 30 folders of 99 'b's. */
+    size_t n = strlen(file) + 30 * 100 + 8;
+    char *ckpt = malloc(n);
+    cr_assert_not_null(ckpt);
+    size_t len = (size_t)snprintf(ckpt, n, "%s", file);
+    for (int k = 0; k < 30; k++) {
+        ckpt[len++] = '/';
+        memset(ckpt + len, 'b', 99);
+        len += 99;
+    }
+    strcpy(ckpt + len, "/ckpt");
+    tg_module *m = tg_linear_new(2, 1, true);
+    cr_assert_eq(tg_module_save(m, ckpt), -1);
+    const char *e = tg_last_error();
+    cr_assert(strstr(e, "cannot create the folder") != NULL, "%s", e);
+    cr_assert(strstr(e, "\n  rule: ") && strstr(e, "\n  hint: "), "%s", e);
+    cr_assert(strstr(e, "bbb/ckpt'") != NULL, "%s", e);
+    tg_module_free(m);
+    free(ckpt);
+    cr_assert_eq(unlink(file), 0);
+    cr_assert_eq(rmdir(dir), 0);
+}
+
+/* Whether s is valid UTF-8 (lead bytes of 1 to 4 bytes, each followed by
+ * as many continuation bytes as it announces); the offset of the first
+ * bad byte in *bad. */
+static bool valid_utf8(const unsigned char *s, size_t *bad)
+{
+    for (size_t i = 0; s[i];) {
+        int more = s[i] < 0x80 ? 0 : (s[i] & 0xE0) == 0xC0 ? 1
+                 : (s[i] & 0xF0) == 0xE0 ? 2 : (s[i] & 0xF8) == 0xF0 ? 3
+                 : -1;
+        *bad = i;
+        if (more < 0)
+            return false;
+        for (int k = 1; k <= more; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+        i += (size_t)more + 1;
+    }
+    return true;
+}
+
+/* The cuts never split a UTF-8 character: the message stays valid UTF-8,
+ * whichever byte the cuts would fall on. */
+TG_TEST(limits, shortened_paths_keep_utf8_characters_whole)
+{
+    const char *e_acute = "\xc3\xa9"; // U+00E9, two bytes
+    for (size_t lead = 0; lead < 3; lead++) { // shift the cut points
+        size_t n = 1 + lead + 1500 * 2 + 5;
+        char *path = malloc(n);
+        cr_assert_not_null(path);
+        size_t len = (size_t)snprintf(path, n, "/%.*s", (int)lead, "xx");
+        for (int k = 0; k < 1500; k++, len += 2)
+            memcpy(path + len, e_acute, 2);
+        strcpy(path + len, ".npy");
+        cr_assert_null(tg_load_npy(path));
+        const char *e = tg_last_error();
+        cr_assert(strstr(e, "\n  rule: ") != NULL);
+        size_t bad = 0;
+        cr_assert(valid_utf8((const unsigned char *)e, &bad),
+                  "lead %zu: invalid UTF-8 at byte %zu: ...%.12s", lead,
+                  bad, e + (bad > 4 ? bad - 4 : 0));
+        free(path);
+    }
+    size_t bad = 0; // the checker itself: a cut character is caught
+    cr_assert(!valid_utf8((const unsigned char *)"ab\xc3...", &bad));
+    cr_assert(!valid_utf8((const unsigned char *)"...\xa9b", &bad));
+    cr_assert(valid_utf8((const unsigned char *)"a\xc3\xa9.", &bad));
+}
+
+/* A short path is shown whole. */
+TG_TEST(limits, short_paths_are_shown_whole)
+{
+    cr_assert_null(tg_load_npy("/nonexistent-folder/some-name.npy"));
+    tg_assert_error("'/nonexistent-folder/some-name.npy'");
+}

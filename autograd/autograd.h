@@ -154,7 +154,8 @@ int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
  *   reference) from the inputs with any tapegrad ops. It runs with
  *   gradients disabled. It may keep tensors for backward with
  *   tg_ctx_save(ctx, t) and small values in tg_ctx_data(ctx) (data_size
- *   bytes, zeroed). args is the pointer given to tg_function_apply.
+ *   bytes, zeroed; at most PTRDIFF_MAX). args is the pointer given to
+ *   tg_function_apply.
  *
  *   backward(ctx, grad_out, grad_inputs) receives dL/d(output) (borrowed,
  *   the output's shape) and stores in grad_inputs[i] a NEW reference to
@@ -174,7 +175,7 @@ typedef struct tg_function {
                           int ninputs, const void *args);
     int (*backward)(tg_ctx *ctx, const tg_tensor *grad_out,
                     tg_tensor **grad_inputs);
-    size_t data_size; // bytes of tg_ctx_data(ctx), at most PTRDIFF_MAX
+    size_t data_size; // bytes of tg_ctx_data(ctx)
 } tg_function;
 
 #define TG_MAX_INPUTS 8 // inputs of one node

@@ -154,13 +154,16 @@ int tg_tape_write_dot(FILE *f, tg_tensor *const *roots, int nroots,
  *   reference) from the inputs with any tapegrad ops. It runs with
  *   gradients disabled. It may keep tensors for backward with
  *   tg_ctx_save(ctx, t) and small values in tg_ctx_data(ctx) (data_size
- *   bytes, zeroed). args is the pointer given to tg_function_apply.
+ *   bytes, zeroed; at most PTRDIFF_MAX). args is the pointer given to
+ *   tg_function_apply.
  *
  *   backward(ctx, grad_out, grad_inputs) receives dL/d(output) (borrowed,
  *   the output's shape) and stores in grad_inputs[i] a NEW reference to
  *   dL/d(inputs[i]), with inputs[i]'s shape, for each i where
- *   tg_ctx_needs_grad(ctx, i); leave NULL for a zero gradient. It runs with
- *   gradients disabled. Returns 0, or -1 after reporting an error.
+ *   tg_ctx_needs_grad(ctx, i); leave NULL for a zero gradient, and write no
+ *   slot i >= ninputs (tg_backward fails on one, naming the function). It
+ *   runs with gradients disabled. Returns 0, or -1 after reporting an
+ *   error.
  *
  * tg_function_apply records the call on the tape when an input needs a
  * gradient; tg_backward and tg_gradcheck then treat it like any built-in op.

@@ -10,6 +10,7 @@
 #include "anomaly.h"
 #include "tape.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 static bool function_ok(const tg_function *f, int ninputs)
@@ -33,6 +34,19 @@ static bool function_ok(const tg_function *f, int ninputs)
                  "  hint: pack several values into one tensor, or pass "
                  "constants through args",
                  f->name, ninputs, TG_MAX_INPUTS);
+        return false;
+    }
+    /* The node rounds data_size up to its alignment and adds its own size:
+     * near SIZE_MAX that sum wraps to a few bytes. No object is larger
+     * than PTRDIFF_MAX, so nothing real is refused. */
+    if (f->data_size > (size_t)PTRDIFF_MAX) {
+        tg_error("tg_function_apply",
+                 "%s asks for %zu bytes of data\n"
+                 "  rule: data_size is at most %zu bytes (PTRDIFF_MAX, the "
+                 "largest object C allows)\n"
+                 "  hint: data_size is sizeof(struct my_data); keep "
+                 "tensors with tg_ctx_save, not in the data",
+                 f->name, f->data_size, (size_t)PTRDIFF_MAX);
         return false;
     }
     return true;

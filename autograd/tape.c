@@ -32,6 +32,7 @@
 #include "tape.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,9 +233,13 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
     }
     /* One allocation: the node, the op's parameters, then the edges. */
     size_t align = sizeof(max_align_t);
-    size_t ctx_bytes = (ctx_size + align - 1) / align * align;
-    tg_node *n = tg_calloc(1, sizeof *n + ctx_bytes +
-                               (size_t)ninputs * sizeof(tg_edge));
+    size_t edges = (size_t)ninputs * sizeof(tg_edge);
+    /* Sizes that would wrap (tg_function_apply refuses them first) ask for
+     * all of memory instead, and fail. */
+    size_t ctx_bytes = ctx_size > SIZE_MAX - align - sizeof(tg_node) - edges
+                           ? SIZE_MAX - sizeof(tg_node) - edges
+                           : (ctx_size + align - 1) / align * align;
+    tg_node *n = tg_calloc(1, sizeof *n + ctx_bytes + edges);
     if (!n) {
         tg_error(name, "out of memory recording the op on the tape");
         return NULL;
@@ -656,13 +661,47 @@ static bool wanted(const tg_backward_options *o, const tg_tensor *leaf)
     return false;
 }
 
+/* A backward writes grads[i] for i < ninputs only; the slots after them
+ * (nslots in all) are there to catch one that writes further, which would
+ * otherwise leak what it wrote. Releases what is there and reports it;
+ * 0 when every extra slot is empty. */
+static int check_extra_slots(const tg_node *n, tg_tensor **grads,
+                             int nslots, bool report)
+{
+    int first = -1;
+    for (int i = n->ninputs; i < nslots; i++) {
+        if (!grads[i])
+            continue;
+        if (first < 0)
+            first = i;
+        tg_release(grads[i]);
+        grads[i] = NULL;
+    }
+    if (first < 0)
+        return 0;
+    if (report)
+        tg_error("tg_backward",
+                 "the backward of %s wrote grad_inputs[%d], but %s has %d "
+                 "input%s\n"
+                 "  rule: a backward stores a gradient in grad_inputs[i] "
+                 "only for an input i, 0 <= i < %d\n"
+                 "  hint: look at the indices the backward of %s writes; "
+                 "an input that needs no gradient is left NULL",
+                 n->name, first, n->name, n->ninputs,
+                 n->ninputs == 1 ? "" : "s", n->ninputs, n->name);
+    return -1;
+}
+
 static int node_backward_into(tg_node *n, const tg_backward_options *o,
-                              tg_tensor **grads)
+                              tg_tensor **grads, int nslots)
 {
     tg_clear_error();
     the_tape.in_backward = n->name;
     int rc = n->backward(n, n->grad, grads);
     the_tape.in_backward = NULL;
+    /* A failed backward's own message comes first. */
+    if (check_extra_slots(n, grads, nslots, rc == 0) < 0 && rc == 0)
+        goto fail;
     if (rc < 0) {
         if (!*tg_last_error())
             tg_error("tg_backward",
@@ -735,17 +774,20 @@ fail:
 
 static int node_backward(tg_node *n, const tg_backward_options *o)
 {
-    /* One gradient slot per input: on the stack for up to TG_MAX_INPUTS
-     * inputs, allocated for an op with more (tg_cat of many tensors). */
-    tg_tensor *few[TG_MAX_INPUTS] = {0};
+    /* One gradient slot per input, and TG_MAX_INPUTS more that must stay
+     * empty (a backward that writes past its inputs is caught there, not
+     * beyond the array): on the stack for up to TG_MAX_INPUTS inputs,
+     * allocated for an op with more (tg_cat of many tensors). */
+    tg_tensor *few[2 * TG_MAX_INPUTS] = {0};
     tg_tensor **grads = few;
+    int nslots = n->ninputs + TG_MAX_INPUTS;
     if (n->ninputs > TG_MAX_INPUTS &&
-        !(grads = tg_calloc((size_t)n->ninputs, sizeof *grads))) {
+        !(grads = tg_calloc((size_t)nslots, sizeof *grads))) {
         tg_error("tg_backward", "out of memory running the backward of %s",
                  n->name);
         return -1;
     }
-    int result = node_backward_into(n, o, grads);
+    int result = node_backward_into(n, o, grads, nslots);
     if (grads != few)
         free(grads);
     return result;

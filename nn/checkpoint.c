@@ -193,12 +193,14 @@ static int make_folders(const char *fn, const char *dir, const char *shown,
                 *made = i;
         } else if (errno != EEXIST) {
             int err = errno;
+            char a[TG_PATH_SHOWN_MAX + 1], b[TG_PATH_SHOWN_MAX + 1];
             tg_error(fn,
                      "cannot create the folder '%s' for '%s': %s\n"
                      "  rule: the checkpoint folder and its parents must be "
                      "creatable\n"
                      "  hint: choose a folder you can write to",
-                     path, shown, strerror(err));
+                     tg_path_shown(path, a), tg_path_shown(shown, b),
+                     strerror(err));
             free(path);
             return -1;
         }
@@ -206,12 +208,13 @@ static int make_folders(const char *fn, const char *dir, const char *shown,
     }
     free(path);
     if (!is_folder(dir)) {
+        char a[TG_PATH_SHOWN_MAX + 1];
         tg_error(fn,
                  "'%s' exists and is not a folder\n"
                  "  rule: the folders that hold a checkpoint must be "
                  "folders\n"
                  "  hint: choose another path, or move the file",
-                 dir);
+                 tg_path_shown(dir, a));
         return -1;
     }
     return 0;
@@ -275,13 +278,15 @@ static int save_paths_make(const char *fn, const char *dir, save_paths *p)
     if ((blen == 1 && base[0] == '.') ||
         (blen == 2 && base[0] == '.' && base[1] == '.') ||
         (blen == 1 && base[0] == '/')) {
+        char a[TG_PATH_SHOWN_MAX + 1];
+        const char *shown = tg_path_shown(dir, a);
         tg_error(fn,
                  "cannot replace the folder '%s' as one unit\n"
                  "  rule: a checkpoint is saved into a new folder that then "
                  "takes the place of the old one, so it needs a name of its "
                  "own\n"
                  "  hint: save into a subfolder, e.g. \"%s%scheckpoint\"",
-                 dir, dir, dir[strlen(dir) - 1] == '/' ? "" : "/");
+                 shown, shown, dir[strlen(dir) - 1] == '/' ? "" : "/");
         return -1;
     }
     size_t tmp_size = len + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
@@ -320,12 +325,14 @@ static int check_replaceable(const char *fn, save_paths *p,
         struct stat st;
         const char *path = in_folder(p, p->dir, items[i].name);
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            char a[TG_PATH_SHOWN_MAX + 1];
             tg_error(fn,
                      "cannot write %s: '%s' exists and is %s\n"
                      "  rule: each tensor's file replaces what has its "
                      "name\n"
                      "  hint: move it out of the checkpoint folder",
-                     items[i].name, path, tg_file_kind(st.st_mode));
+                     items[i].name, tg_path_shown(path, a),
+                     tg_file_kind(st.st_mode));
             return -1;
         }
     }
@@ -346,11 +353,12 @@ static int make_fresh_folder(const char *fn, save_paths *p)
             break;
     }
     int err = errno;
+    char a[TG_PATH_SHOWN_MAX + 1];
     tg_error(fn,
              "cannot create a folder beside '%s' for the new checkpoint: %s\n"
              "  rule: the new checkpoint is written whole into a new folder "
              "in the same place, then swapped with the old one",
-             p->dir, strerror(err));
+             tg_path_shown(p->dir, a), strerror(err));
     return -1;
 }
 
@@ -422,11 +430,12 @@ static int take_place(const char *fn, save_paths *p, bool exists,
         }
     }
     int err = errno;
+    char a[TG_PATH_SHOWN_MAX + 1];
     tg_error(fn,
              "cannot put the new checkpoint in the place of '%s': %s\n"
              "  rule: the new checkpoint is complete beside the old one and "
              "then swapped with it; the old one is unchanged",
-             p->dir, strerror(err));
+             tg_path_shown(p->dir, a), strerror(err));
     return -1;
 }
 
@@ -470,13 +479,15 @@ static int clear_previous(const char *fn, save_paths *p, const char *previous,
         return 0;
     if (rc != 0 && err == 0)
         err = errno;
+    char a[TG_PATH_SHOWN_MAX + 1], b[TG_PATH_SHOWN_MAX + 1];
     tg_error(fn,
              "the new checkpoint is in '%s', but the previous folder's "
              "files stay in '%s': %s\n"
              "  rule: after the swap, the old folder's other files move "
              "into the new one and the rest is removed\n"
              "  hint: move what you need from it, then delete it",
-             p->dir, previous, strerror(err));
+             tg_path_shown(p->dir, a), tg_path_shown(previous, b),
+             strerror(err));
     return -1;
 }
 
@@ -496,6 +507,7 @@ int tg_module_save(const tg_module *m, const char *dir)
         free(items);
         return -1;
     }
+    char a[TG_PATH_SHOWN_MAX + 1];
     size_t made = 0;
     struct stat st;
     int rc = make_folders(fn, p.parent, p.dir, &made);
@@ -505,7 +517,7 @@ int tg_module_save(const tg_module *m, const char *dir)
                  "'%s' exists and is not a folder\n"
                  "  rule: a checkpoint is a folder of .npy files\n"
                  "  hint: choose another name, or remove the file",
-                 p.dir);
+                 tg_path_shown(p.dir, a));
         rc = -1;
     }
     if (rc == 0 && exists)
@@ -529,7 +541,7 @@ int tg_module_save(const tg_module *m, const char *dir)
                  "the new checkpoint is in '%s', but its folder cannot be "
                  "flushed to the disk: %s\n"
                  "  rule: a rename is durable once its folder is flushed",
-                 p.dir, strerror(err));
+                 tg_path_shown(p.dir, a), strerror(err));
         rc = -1;
     } else if (previous) {
         rc = clear_previous(fn, &p, previous, items, n);
@@ -549,6 +561,7 @@ static tg_tensor *read_one(const char *fn, const char *dir,
     char *path = file_path(fn, dir, item->name);
     if (!path)
         return NULL;
+    char a[TG_PATH_SHOWN_MAX + 1];
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT) {
         tg_error(fn,
@@ -557,7 +570,7 @@ static tg_tensor *read_one(const char *fn, const char *dir,
                  "its <dotted name>.npy in the folder\n"
                  "  hint: was the checkpoint saved from a model of this "
                  "architecture, with tg_module_save?",
-                 item->name, path);
+                 item->name, tg_path_shown(path, a));
         free(path);
         return NULL;
     }
@@ -580,7 +593,7 @@ static tg_tensor *read_one(const char *fn, const char *dir,
                  "  hint: build the model with the same layers and sizes "
                  "as the one saved",
                  tg_shape_str(t, s1), item->name, tg_shape_str(mine, s2),
-                 path);
+                 tg_path_shown(path, a));
     } else if (t->dtype != mine->dtype) {
         tg_error(fn,
                  "checkpoint has %s for %s, the model has %s (file '%s')\n"
@@ -588,7 +601,7 @@ static tg_tensor *read_one(const char *fn, const char *dir,
                  "exactly the dtype saved\n"
                  "  hint: %s",
                  tg_dtype_name(t->dtype), item->name,
-                 tg_dtype_name(mine->dtype), path,
+                 tg_dtype_name(mine->dtype), tg_path_shown(path, a),
                  !tg_dtype_is_float(t->dtype) || !tg_dtype_is_float(mine->dtype)
                      ? "an integer tensor and a float one are not the same "
                        "tensor: is this the checkpoint of this model?"
@@ -641,8 +654,9 @@ int tg_module_load(tg_module *m, const char *dir)
         return -1;
     if (!dir_ok(fn, dir))
         return -1;
-    char left[4096];
+    char left[4096], a[TG_PATH_SHOWN_MAX + 1], b[TG_PATH_SHOWN_MAX + 1];
     if (!is_folder(dir) && interrupted_save_left(dir, left, sizeof left)) {
+        const char *d = tg_path_shown(dir, a), *l = tg_path_shown(left, b);
         tg_error(fn,
                  "there is no checkpoint folder '%s': a save was "
                  "interrupted, and the previous checkpoint is in '%s'\n"
@@ -650,7 +664,7 @@ int tg_module_load(tg_module *m, const char *dir)
                  "moves the old folder aside before the new one takes its "
                  "name\n"
                  "  hint: rename '%s' to '%s', or load from it",
-                 dir, left, left, dir);
+                 d, l, l, d);
         return -1;
     }
     if (!is_folder(dir)) {
@@ -660,7 +674,7 @@ int tg_module_load(tg_module *m, const char *dir)
                  "wrote\n"
                  "  hint: check the path (relative paths start from the "
                  "working directory)",
-                 dir);
+                 tg_path_shown(dir, a));
         return -1;
     }
     tg_named_tensor *items;

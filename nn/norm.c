@@ -10,6 +10,7 @@
 #include "../autograd/internal.h"
 #include "internal.h"
 
+#include <assert.h>
 #include <math.h>
 
 #include <stdio.h>
@@ -128,6 +129,30 @@ tg_batch_norm_config tg_batch_norm_config_default(void)
                                   .correction = 0};
 }
 
+/* The count num_batches_tracked will hold after this batch, in *next. A
+ * count that is negative or cannot grow (a checkpoint written by hand, or
+ * damaged) is refused here, before anything moves. 0 or -1. */
+static int batch_count_next(const char *layer, const tg_tensor *nbt,
+                            int64_t *next)
+{
+    assert(nbt->dtype == TG_INT64 && nbt->numel == 1); // as made
+    int64_t n = *(const int64_t *)tg_base_ptr(nbt);
+    if (n < 0 || n == INT64_MAX) {
+        tg_error("tg_module_forward",
+                 "%s's num_batches_tracked is %lld and cannot count this "
+                 "batch\n"
+                 "  rule: num_batches_tracked counts the training batches, "
+                 "in [0, %lld) so that one more fits in int64\n"
+                 "  hint: was the checkpoint written by another program? "
+                 "setting the buffer \"num_batches_tracked\" to 0 starts "
+                 "the count again",
+                 layer, (long long)n, (long long)INT64_MAX);
+        return -1;
+    }
+    *next = n + 1;
+    return 0;
+}
+
 /* As nn.BatchNorm's forward: batch statistics in training (or always,
  * without running statistics), running ones in eval; in training the
  * running statistics move by momentum, or by 1 / num_batches_tracked when
@@ -175,15 +200,17 @@ static tg_tensor *batch_norm_forward(tg_module *m, const tg_tensor *x)
         .training = training || !c->track_running_stats,
         .momentum = c->momentum, .eps = c->eps, .correction = c->correction};
     bool count = training && c->track_running_stats;
-    double batches = count ? tg_item(nbt) + 1 : 0; // this one included
+    int64_t batches = 0; // this one included
+    if (count && batch_count_next(name, nbt, &batches) < 0)
+        return NULL; // checked before the running statistics move
     if (count && c->cumulative)
-        o.momentum = 1.0 / batches;
+        o.momentum = 1.0 / (double)batches;
     /* The running statistics are updated only in training; in eval they
      * are read (and without tracking there are none). */
     tg_tensor *y = tg_batch_norm_ex(x, rm, rv, w, b, &o, NULL, NULL);
-    if (y && count && tg_fill_(nbt, batches) < 0) {
-        tg_release(y);
-        return NULL;
+    if (y && count) { // exact, as int64 (a double stops counting at 2^53)
+        *(int64_t *)tg_base_ptr(nbt) = batches;
+        nbt->storage->version++;
     }
     return y;
 }

@@ -84,8 +84,10 @@ struct tg_words {
 /* ------------------------------------------------------------ the file */
 
 /* The bytes of the regular file at path with a NUL after them (*size
- * bytes before it): a buffer the caller frees, or NULL with an error. */
-static char *read_file(const char *fn, const char *path, size_t *size)
+ * bytes before it): a buffer the caller frees, or NULL with an error that
+ * shows the path as `shown`. */
+static char *read_file(const char *fn, const char *path, const char *shown,
+                       size_t *size)
 {
     int fd;
     unsigned mode;
@@ -96,7 +98,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
         tg_error(fn,
                  "cannot open '%s': %s\n"
                  "  rule: the file must exist and be readable",
-                 path, strerror(err));
+                 shown, strerror(err));
         return NULL;
     }
     if (opened == -2) {
@@ -105,7 +107,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
                  "  rule: a word list is read from a regular file "
                  "(symbolic links are followed)\n"
                  "  hint: pass the path of a text file, one word per line",
-                 path, tg_file_kind(mode));
+                 shown, tg_file_kind(mode));
         return NULL;
     }
     /* Room for the size fstat gives, the NUL, and one byte more so that
@@ -130,7 +132,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
             continue;
         if (k < 0) {
             int err = errno;
-            tg_error(fn, "read error on '%s': %s", path, strerror(err));
+            tg_error(fn, "read error on '%s': %s", shown, strerror(err));
             free(buf);
             close(fd);
             return NULL;
@@ -142,7 +144,7 @@ static char *read_file(const char *fn, const char *path, size_t *size)
     close(fd);
     if (!ok) {
         free(buf);
-        tg_error(fn, "out of memory reading '%s' (%lld bytes)", path,
+        tg_error(fn, "out of memory reading '%s' (%lld bytes)", shown,
                  (long long)nbytes);
         return NULL;
     }
@@ -273,9 +275,12 @@ tg_words *tg_words_load(const char *path)
         tg_error(fn, "out of memory for a word list");
         return NULL;
     }
+    /* parse and word_ok use the path in messages only. */
+    char shown_buf[TG_PATH_SHOWN_MAX + 1];
+    const char *shown = tg_path_shown(path, shown_buf);
     size_t size = 0;
-    w->text = read_file(fn, path, &size);
-    if (!w->text || parse(fn, path, w, size) != 0) {
+    w->text = read_file(fn, path, shown, &size);
+    if (!w->text || parse(fn, shown, w, size) != 0) {
         tg_words_free(w);
         return NULL;
     }

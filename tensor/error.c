@@ -87,3 +87,26 @@ int tg_env_choice(const char *var, const char *const *names, int n,
             var, s, fallback_says, var, choices);
     return fallback;
 }
+
+/* Messages are cut at TG_ERROR_MAX bytes; a path of any length (PATH_MAX is
+ * 4096, and a name may be longer still) would push the rule and hint out,
+ * so one longer than TG_PATH_SHOWN_MAX keeps its first and last bytes. The
+ * cuts move back to the start of a UTF-8 character, never into one. */
+const char *tg_path_shown(const char *path, char buf[TG_PATH_SHOWN_MAX + 1])
+{
+    size_t len = strlen(path);
+    if (len <= TG_PATH_SHOWN_MAX)
+        return path;
+    static const char dots[] = "...";
+    const size_t keep = TG_PATH_SHOWN_MAX - (sizeof dots - 1);
+    size_t head = keep / 2;
+    size_t tail = len - (keep - head); // where the kept end starts
+    while (head > 0 && ((unsigned char)path[head] & 0xC0) == 0x80)
+        head--; // path[head] would continue a character: cut before it
+    while (tail < len && ((unsigned char)path[tail] & 0xC0) == 0x80)
+        tail++;
+    memcpy(buf, path, head);
+    memcpy(buf + head, dots, sizeof dots - 1);
+    memcpy(buf + head + sizeof dots - 1, path + tail, len - tail + 1);
+    return buf;
+}

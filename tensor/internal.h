@@ -13,6 +13,13 @@
 
 /* ------------------------------------------------------------------ errors */
 
+/* A path as messages show it: whole when it has at most TG_PATH_SHOWN_MAX
+ * bytes, else its start and its end (where the file's name is) around
+ * "...", so that a message, cut at a fixed size, keeps its reason, rule
+ * and hint whatever the path. Returns path itself or buf. */
+#define TG_PATH_SHOWN_MAX 200
+const char *tg_path_shown(const char *path, char buf[TG_PATH_SHOWN_MAX + 1]);
+
 /* Formats shape[0..ndim) as "(2, 3)" into buf. */
 char *tg_shape_format(const int64_t *shape, int ndim,
                       char buf[TG_SHAPE_STR_MAX]);

@@ -157,6 +157,8 @@ int tg_npy_write_new(const char *fn, const char *path, const char *shown,
 {
     char header[512];
     size_t hbytes = npy_header(x, header, sizeof header);
+    char shown_buf[TG_PATH_SHOWN_MAX + 1];
+    shown = tg_path_shown(shown, shown_buf);
     int fd;
     if (tg_io_create(path, &fd) < 0) {
         int err = errno;
@@ -200,6 +202,7 @@ int tg_npy_write_new(const char *fn, const char *path, const char *shown,
 static char *replace_target(const char *fn, const char *path, int *mode)
 {
     *mode = -1;
+    char shown[TG_PATH_SHOWN_MAX + 1];
     struct stat st;
     bool link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
     if (stat(path, &st) != 0) {
@@ -209,7 +212,7 @@ static char *replace_target(const char *fn, const char *path, int *mode)
                      "  rule: the path must be a regular file, a link to "
                      "one, or not exist\n"
                      "  hint: remove the link or save to another path",
-                     path);
+                     tg_path_shown(path, shown));
             return NULL;
         }
     } else if (!S_ISREG(st.st_mode)) {
@@ -218,7 +221,7 @@ static char *replace_target(const char *fn, const char *path, int *mode)
                  "  rule: saving writes a new file and renames it over the "
                  "old one, which would remove it\n"
                  "  hint: save to the name of a file",
-                 path, tg_file_kind(st.st_mode));
+                 tg_path_shown(path, shown), tg_file_kind(st.st_mode));
         return NULL;
     } else {
         *mode = (int)(st.st_mode & 07777);
@@ -235,7 +238,8 @@ static char *replace_target(const char *fn, const char *path, int *mode)
     char *resolved = realpath(path, NULL);
     if (!resolved) {
         int err = errno;
-        tg_error(fn, "cannot follow the link '%s': %s", path, strerror(err));
+        tg_error(fn, "cannot follow the link '%s': %s",
+                 tg_path_shown(path, shown), strerror(err));
         return NULL;
     }
     return resolved; // malloc'd by the C library: free() either way
@@ -266,6 +270,7 @@ int tg_save_npy(const char *path, const tg_tensor *x)
         tg_error(fn, "out of memory for the temporary file's name");
         return -1;
     }
+    char shown[TG_PATH_SHOWN_MAX + 1];
     int rc = -2;
     for (int attempt = 0; attempt < 16 && rc == -2; attempt++) {
         char suffix[TG_IO_SUFFIX_SIZE];
@@ -274,7 +279,8 @@ int tg_save_npy(const char *path, const tg_tensor *x)
         rc = tg_npy_write_new(fn, tmp, path, x);
     }
     if (rc == -2) {
-        tg_error(fn, "cannot find a free temporary name beside '%s'", path);
+        tg_error(fn, "cannot find a free temporary name beside '%s'",
+                 tg_path_shown(path, shown));
         rc = -1;
     }
     if (rc < 0) {
@@ -283,7 +289,7 @@ int tg_save_npy(const char *path, const tg_tensor *x)
         int err = errno;
         unlink(tmp);
         tg_error(fn, "cannot give the new '%s' the old one's permissions: %s",
-                 path, strerror(err));
+                 tg_path_shown(path, shown), strerror(err));
         rc = -1;
     } else if (tg_io_rename(tmp, target) != 0) {
         int err = errno;
@@ -292,14 +298,14 @@ int tg_save_npy(const char *path, const tg_tensor *x)
                  "cannot rename the new file into place as '%s': %s\n"
                  "  rule: the new file is written beside the old one and "
                  "renamed over it; the old file is unchanged",
-                 path, strerror(err));
+                 tg_path_shown(path, shown), strerror(err));
         rc = -1;
     } else if (tg_io_sync_dir(dir) != 0) {
         int err = errno;
         tg_error(fn,
                  "wrote '%s', but cannot flush its folder to the disk: %s\n"
                  "  rule: a rename is durable once its folder is flushed",
-                 path, strerror(err));
+                 tg_path_shown(path, shown), strerror(err));
         rc = -1;
     }
     free(dir);
@@ -327,7 +333,9 @@ static void npy_error(const npy_parser *ps, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tg_error(ps->fn, "cannot load '%s': %s", ps->name, msg);
+    char shown[TG_PATH_SHOWN_MAX + 1];
+    tg_error(ps->fn, "cannot load '%s': %s", tg_path_shown(ps->name, shown),
+             msg);
 }
 
 /* Shows byte c readably: 'a', or '\x93' for anything not printable. */
@@ -920,6 +928,7 @@ tg_tensor *tg_load_npy(const char *path)
                      "  rule: pass the name of a .npy file");
         return NULL;
     }
+    char shown[TG_PATH_SHOWN_MAX + 1];
     int fd;
     unsigned mode;
     uint64_t nbytes;
@@ -929,7 +938,7 @@ tg_tensor *tg_load_npy(const char *path)
         tg_error(fn,
                  "cannot open '%s': %s\n"
                  "  rule: the file must exist and be readable",
-                 path, strerror(err));
+                 tg_path_shown(path, shown), strerror(err));
         return NULL;
     }
     if (opened == -2) {
@@ -940,7 +949,7 @@ tg_tensor *tg_load_npy(const char *path)
                  "  hint: is the path right? devices, FIFOs and folders are "
                  "refused so that a load can neither block nor read "
                  "forever",
-                 path, tg_file_kind(mode));
+                 tg_path_shown(path, shown), tg_file_kind(mode));
         return NULL;
     }
     size_t have = nbytes < NPY_HEADER_MAX + 12 ? (size_t)nbytes
@@ -975,6 +984,6 @@ tg_tensor *tg_load_npy(const char *path)
         tg_error(fn,
                  "cannot read '%s': %s\n"
                  "  rule: the whole file must be readable into memory",
-                 path, why);
+                 tg_path_shown(path, shown), why);
     return t;
 }

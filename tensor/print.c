@@ -36,6 +36,10 @@ static tg_print_options print_opts = {
 /* Bounds that keep every formatted number within a fixed buffer: "%.*f" of
  * 1e308 with 100 decimals is about 410 characters. */
 #define PRINT_MAX_PRECISION 100
+/* A dim is summarized when its size exceeds 2 * edgeitems, which must not
+ * overflow; no dim is longer than INT64_MAX, so larger values change
+ * nothing. */
+#define PRINT_MAX_EDGEITEMS (INT64_MAX / 2)
 #define PRINT_NUM_MAX 512
 
 tg_print_options tg_get_print_options(void)
@@ -63,12 +67,14 @@ void tg_set_print_options(tg_print_options o)
                  "  rule: threshold must be >= 0\n"
                  "  hint: INT64_MAX never summarizes, as profile=\"full\"",
                  (long long)o.threshold);
-    } else if (o.edgeitems < 1) {
+    } else if (o.edgeitems < 1 || o.edgeitems > PRINT_MAX_EDGEITEMS) {
         tg_error(fn,
                  "edgeitems is %lld\n"
-                 "  rule: edgeitems must be >= 1 (PyTorch itself fails "
-                 "on 0 for tensors of 2 dims or more)",
-                 (long long)o.edgeitems);
+                 "  rule: edgeitems must be in [1, %lld] (PyTorch itself "
+                 "fails on 0 for tensors of 2 dims or more; 2 * edgeitems "
+                 "must fit in int64)\n"
+                 "  hint: INT64_MAX / 2 already prints every dim whole",
+                 (long long)o.edgeitems, (long long)PRINT_MAX_EDGEITEMS);
     } else if (o.linewidth < 1) {
         tg_error(fn,
                  "linewidth is %d\n"
@@ -155,7 +161,7 @@ static void visit_printed(const tg_tensor *x, int dim, int64_t off,
         return;
     }
     int64_t n = x->shape[dim];
-    bool cut = summarize && n > 2 * edge;
+    bool cut = summarize && n - edge > edge;
     for (int64_t i = 0; i < n; i++) {
         if (cut && i == edge)
             i = n - edge;
@@ -323,7 +329,7 @@ static void vector_str(strbuf *b, const layout *l, int64_t off,
     if (per_line < 1)
         per_line = 1;
     int64_t n = x->shape[dim];
-    bool cut = l->summarize && n > 2 * l->edge;
+    bool cut = l->summarize && n - l->edge > l->edge;
     int64_t item = 0;
     sb_puts(b, "[");
     for (int64_t i = 0; i < n; i++, item++) {
@@ -363,7 +369,7 @@ static void tensor_str(strbuf *b, const layout *l, int dim, int64_t off,
         return;
     }
     int64_t n = x->shape[dim];
-    bool cut = l->summarize && n > 2 * l->edge;
+    bool cut = l->summarize && n - l->edge > l->edge;
     sb_puts(b, "[");
     for (int64_t i = 0; i < n; i++) {
         if (i > 0) {

@@ -314,7 +314,7 @@ tg_tensor *tg_multinomial(const tg_tensor *probs, int64_t num_samples,
 
 /* As torch.set_printoptions: precision (default 4), sci_mode (-1 auto,
  * 0 never, 1 always), threshold (default 1000 elements before "..."),
- * edgeitems (default 3), linewidth (default 80). */
+ * edgeitems (default 3, at most INT64_MAX / 2), linewidth (default 80). */
 typedef struct tg_print_options {
     int precision;
     int sci_mode;

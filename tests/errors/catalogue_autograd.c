@@ -15,6 +15,7 @@
 #include "catalogue.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <pthread.h>
 
 /* A float64 leaf (3,) that requires grad. */
@@ -101,6 +102,16 @@ static int wrong_shape_backward(tg_ctx *ctx, const tg_tensor *g,
 {
     (void)ctx, (void)g;
     gi[0] = tg_ones(TG_SHAPE(2, 2), TG_FLOAT64);
+    return 0;
+}
+
+/* Writes its input's gradient and one more, past the end. */
+static int overstep_backward(tg_ctx *ctx, const tg_tensor *g,
+                             tg_tensor **gi)
+{
+    (void)ctx;
+    gi[0] = tg_retain((tg_tensor *)g);
+    gi[1] = tg_retain((tg_tensor *)g);
     return 0;
 }
 
@@ -340,6 +351,21 @@ ERROR_CASE(tg_backward, backward_wrong_shape,
     EXPECT_ERROR(backward_like(y, x) == -1,
                  "tg_backward: WrongShapeBackward gave a gradient of shape "
                  "(2, 2) for its input 0 of shape (3,)");
+    tg_release(y);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_backward, backward_writes_past_inputs,
+           "a custom backward stores a gradient past its inputs "
+           "(grad_inputs[i] with i >= the number of inputs)")
+{
+    tg_tensor *x = leaf3();
+    const tg_tensor *in = x;
+    tg_function f = {"OverstepBackward", id_forward, overstep_backward, 0};
+    tg_tensor *y = tg_function_apply(&f, &in, 1, NULL);
+    EXPECT_ERROR(backward_like(y, x) == -1,
+                 "tg_backward: the backward of OverstepBackward wrote "
+                 "grad_inputs[1], but OverstepBackward has 1 input");
     tg_release(y);
     tg_release(x);
 }
@@ -642,6 +668,18 @@ ERROR_CASE(tg_function_apply, too_many_inputs,
     tg_function f = {"IdBackward", id_forward, id_backward, 0};
     EXPECT_ERROR(tg_function_apply(&f, in, TG_MAX_INPUTS + 1, NULL) == NULL,
                  "tg_function_apply: IdBackward was given 9 inputs");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_function_apply, data_size_too_large,
+           "data_size is above PTRDIFF_MAX (no object is that large)")
+{
+    tg_tensor *x = leaf3();
+    const tg_tensor *in = x;
+    tg_function f = {"IdBackward", id_forward, id_backward, SIZE_MAX - 1};
+    EXPECT_ERROR(tg_function_apply(&f, &in, 1, NULL) == NULL,
+                 "tg_function_apply: IdBackward asks for "
+                 "18446744073709551614 bytes of data");
     tg_release(x);
 }
 

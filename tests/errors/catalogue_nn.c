@@ -406,6 +406,21 @@ ERROR_CASE(tg_module_forward, batch_norm_dims,
     tg_module_free(m);
 }
 
+ERROR_CASE(tg_module_forward, batch_norm_count_full,
+           "a BatchNorm layer in training has a num_batches_tracked of "
+           "INT64_MAX or below 0 (a damaged checkpoint); the running "
+           "statistics do not move")
+{
+    tg_module *m = tg_batch_norm1d_new(3, NULL);
+    tg_data_i64(tg_module_buffer(m, "num_batches_tracked"))[0] = INT64_MAX;
+    tg_tensor *x = tg_zeros(TG_SHAPE(4, 3), TG_FLOAT32);
+    EXPECT_ERROR(tg_module_forward(m, x) == NULL,
+                 "tg_module_forward: BatchNorm1d's num_batches_tracked is "
+                 "9223372036854775807 and cannot count this batch");
+    tg_release(x);
+    tg_module_free(m);
+}
+
 ERROR_CASE(tg_module_forward, batch_norm_channels,
            "the input's dim 1 is not the BatchNorm layer's num_features")
 {

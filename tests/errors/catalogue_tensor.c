@@ -961,6 +961,16 @@ ERROR_CASE(tg_set_print_options, zero_edgeitems, "edgeitems is below 1")
                  "tg_set_print_options: edgeitems is 0");
 }
 
+ERROR_CASE(tg_set_print_options, huge_edgeitems,
+           "edgeitems is above INT64_MAX / 2 (2 * edgeitems would overflow)")
+{
+    tg_print_options o = tg_get_print_options();
+    o.edgeitems = INT64_MAX;
+    tg_set_print_options(o);
+    EXPECT_ERROR(tg_get_print_options().edgeitems == 3,
+                 "tg_set_print_options: edgeitems is 9223372036854775807");
+}
+
 ERROR_CASE(tg_set_print_options, zero_linewidth, "linewidth is below 1")
 {
     tg_print_options o = tg_get_print_options();

@@ -11,9 +11,14 @@
  *
  * Input format: a sequence of records, each
  *     selector (1 byte): bits 0-3 pick the file (modulo the file count),
- *                        bits 6-7 the action: 0 or 1 write, 2 remove the
- *                        file, 3 replace it with a folder (bit 5 clear) or
- *                        with a symbolic link to itself (bit 5 set)
+ *                        bits 6-7 the action: 0 or 1 write; 2 remove the
+ *                        file (bit 5 clear) or replace it with a symbolic
+ *                        link to /dev/zero (bit 5 set); 3 replace it with
+ *                        bits 4-5: 0 a folder, 2 a symbolic link to
+ *                        itself, 1 a FIFO, 3 a character device (as
+ *                        root: a device node of /dev/zero's numbers;
+ *                        otherwise, or where device nodes cannot be
+ *                        made, a symbolic link to /dev/null)
  *     for a write: length (2 bytes, little-endian), then that many bytes
  *                  (fewer if the input ends first): the new file
  * at most 16 records.
@@ -24,14 +29,24 @@
  * same object as before, and keeps requires_grad. When it fails, the
  * message names tg_module_load and the first bad tensor, and no tensor of
  * the model changed (values, version counters): loading is all or nothing.
+ * A folder, FIFO or device in the place of the first bad file makes the
+ * message say it is not a regular file, and the load ends within
+ * LOAD_SECONDS: it never waits on a FIFO nor reads an endless device.
  * No tensor is left alive beyond the model's own, the tape stays empty.
  */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700 // mknod, mkfifo, symlink, clock_gettime
+#endif
+
 #include "fuzz_common.h"
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h> // makedev
+#include <time.h>
 
 #define MAX_FILES 16
 #define MAX_RECORDS 16
+#define LOAD_SECONDS 5.0 // "at once", with room for a loaded machine
 
 static tg_module *model;
 static char scratch[4096];
@@ -46,7 +61,26 @@ static bool dirty[MAX_FILES];           // differs from valid[] now
 static int64_t live_baseline;
 static bool trace; // TG_FUZZ_TRACE set: print each input's outcome
 
-enum { STATE_WRITTEN, STATE_REMOVED, STATE_FOLDER, STATE_LOOP };
+enum {
+    STATE_WRITTEN, STATE_REMOVED, STATE_FOLDER, STATE_LOOP,
+    STATE_SPECIAL, // a FIFO, a device, or a link to one
+};
+
+/* A device node where path was: /dev/zero's numbers when the process may
+ * make one, else a link to /dev/null. */
+static void make_device(const char *path)
+{
+    if (mknod(path, S_IFCHR | 0600, makedev(1, 5)) == 0)
+        return;
+    FUZZ_CHECK(symlink("/dev/null", path) == 0, "cannot link %s", path);
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void put_back(int i)
 {
@@ -175,16 +209,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             content[i] = data + pos;
             content_len[i] = len;
             pos += len;
-        } else if (action == 2) {
+        } else if (action == 2 && !(sel & 0x20)) {
             state[i] = STATE_REMOVED;
-        } else if (!(sel & 0x20)) {
+        } else if (action == 2) {
+            FUZZ_CHECK(symlink("/dev/zero", paths[i]) == 0,
+                       "cannot link %s", paths[i]);
+            state[i] = STATE_SPECIAL;
+        } else if ((sel & 0x30) == 0x00) {
             FUZZ_CHECK(mkdir(paths[i], 0700) == 0, "cannot make %s",
                        paths[i]);
             state[i] = STATE_FOLDER;
-        } else {
+        } else if ((sel & 0x30) == 0x20) {
             FUZZ_CHECK(symlink(paths[i], paths[i]) == 0, "cannot link %s",
                        paths[i]);
             state[i] = STATE_LOOP;
+        } else if ((sel & 0x30) == 0x10) {
+            FUZZ_CHECK(mkfifo(paths[i], 0600) == 0, "cannot make %s",
+                       paths[i]);
+            state[i] = STATE_SPECIAL;
+        } else {
+            make_device(paths[i]);
+            state[i] = STATE_SPECIAL;
         }
     }
 
@@ -217,8 +262,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     tg_clear_error();
+    double start = seconds_now();
     int rc = tg_module_load(model, scratch);
+    double took = seconds_now() - start;
     const char *msg = tg_last_error();
+    FUZZ_CHECK(took < LOAD_SECONDS, "the load took %.1f s", took);
     if (trace)
         fprintf(stderr, "load: %d, first bad file: %s\n%s\n", rc,
                 first_bad < 0 ? "none" : items[first_bad].name, msg);
@@ -263,6 +311,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(strstr(msg, quoted) != NULL,
                    "the failure must name the first bad tensor, %s",
                    items[first_bad].name);
+        if (state[first_bad] == STATE_FOLDER ||
+            state[first_bad] == STATE_SPECIAL)
+            FUZZ_CHECK(strstr(msg, "not a regular file") != NULL &&
+                           strstr(msg, "\n  rule: ") != NULL,
+                       "the failure must say that %s's file is not a "
+                       "regular file, and the rule",
+                       items[first_bad].name);
         for (int i = 0; i < nfiles; i++)
             FUZZ_CHECK(memcmp(before[i], bytes_of(items[i].tensor),
                               nbytes_of(items[i].tensor)) == 0 &&

@@ -167,6 +167,10 @@ def checkpoint_seeds():
         "remove-file": bytes([0x80 | 2]),
         "file-is-folder": bytes([0xc0 | 3]),
         "file-links-to-itself": bytes([0xe0 | 5]),
+        "file-links-to-dev-zero": bytes([0xa0 | 6]),
+        "file-is-fifo": bytes([0xd0 | 1]),
+        "file-is-device": bytes([0xf0 | 8]),
+        "good-then-fifo": write(0, valid_file(0, 3.0)) + bytes([0xd0 | 4]),
         "good-then-bad": write(0, valid_file(0, 3.0)) +
                          write(6, b"\x93NUMPY\x01\x00"),
         "written-twice": write(2, npy("<f4", (3,), [1, 2, 3])) +

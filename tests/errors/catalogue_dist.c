@@ -69,6 +69,7 @@ ERROR_CASE(tg_all_reduce, shape_disagrees,
     tg_tensor *y = tg_all_reduce(mt_pg, x, TG_REDUCE_SUM);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: the ranks disagree on the shape "
                             "of x");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -80,6 +81,7 @@ ERROR_CASE(tg_all_reduce, ndim_disagrees,
     tg_tensor *y = tg_all_reduce(mt_pg, x, TG_REDUCE_SUM);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: the ranks disagree on the number "
                             "of dims of x");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -91,6 +93,7 @@ ERROR_CASE(tg_all_reduce, dtype_disagrees,
     tg_tensor *y = tg_all_reduce(mt_pg, x, TG_REDUCE_SUM);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: the ranks disagree on the dtype "
                             "of x");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -102,6 +105,7 @@ ERROR_CASE(tg_all_reduce, op_disagrees,
                                                         : TG_REDUCE_MEAN);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: the ranks pass different reduce "
                             "ops");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -113,6 +117,7 @@ ERROR_CASE(tg_all_reduce, other_rank_failed,
     tg_tensor *y = tg_all_reduce(mt_pg, x, TG_REDUCE_SUM);
     catalogue_expect_from_rank(1);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: the call failed on another rank");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -121,6 +126,7 @@ ERROR_CASE(tg_all_reduce, unknown_op, "op is not a tg_reduce_op")
     tg_tensor *x = tg_ones(TG_SHAPE(2), TG_FLOAT64);
     tg_tensor *y = tg_all_reduce(mt_pg, x, (tg_reduce_op)7);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: unknown reduce op 7");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -130,6 +136,7 @@ ERROR_CASE(tg_all_reduce, int_mean, "the mean of an int64 tensor")
     tg_tensor *y = tg_all_reduce(mt_pg, x, TG_REDUCE_MEAN);
     EXPECT_ERROR(y == NULL, "tg_all_reduce: cannot take the mean of an int64 "
                             "tensor");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -152,6 +159,7 @@ ERROR_CASE(tg_all_gather, call_disagrees,
     EXPECT_ERROR(y == NULL, "tg_all_gather: the ranks are not all making the "
                             "same call");
     tg_clear_error();
+    tg_release(y);
     tg_release(x);
 }
 
@@ -160,6 +168,7 @@ ERROR_CASE(tg_all_gather, too_many_dims, "x already has 8 dims")
     tg_tensor *x = tg_ones(TG_SHAPE(1, 1, 1, 1, 1, 1, 1, 2), TG_FLOAT64);
     tg_tensor *y = tg_all_gather(mt_pg, x);
     EXPECT_ERROR(y == NULL, "tg_all_gather: cannot stack tensors of 8 dims");
+    tg_release(y);
     tg_release(x);
 }
 
@@ -223,6 +232,7 @@ ERROR_CASE(tg_dist_shard, scalar, "x is 0-d")
     tg_tensor *x = tg_scalar(1, TG_FLOAT64);
     tg_tensor *y = tg_dist_shard(mt_pg, x);
     EXPECT_ERROR(y == NULL, "tg_dist_shard: cannot shard a 0-d tensor");
+    tg_release(y);
     tg_release(x);
 }
 

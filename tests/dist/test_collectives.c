@@ -370,6 +370,32 @@ static void gradients_in_one_call(void)
     tg_module_free(m);
 }
 
+static void module_parameters_and_buffers(void)
+{
+    // a Linear and a BatchNorm1d whose every tensor differs per rank,
+    // including the int64 buffer num_batches_tracked
+    tg_module *m = TG_SEQUENTIAL(tg_linear_new(2, 3, true),
+                                 tg_batch_norm1d_new(3, NULL));
+    tg_named_tensor t[8];
+    int np = tg_module_named_parameters(m, t, 4);
+    int nb = tg_module_named_buffers(m, t + np, 4);
+    MT_CHECK(np == 4 && nb == 3, "%d parameters, %d buffers", np, nb);
+    tg_no_grad_begin();
+    for (int i = 0; i < np + nb; i++)
+        tg_fill_(t[i].tensor, 10 * i + mt_rank);
+    tg_no_grad_end();
+    MT_CHECK(tg_dist_broadcast_module(mt_pg, m, mt_size - 1) == 0, "failed");
+    for (int i = 0; i < np + nb; i++) {
+        double v[8];
+        tg_to_f64_array(t[i].tensor, v);
+        for (int64_t k = 0; k < t[i].tensor->numel; k++)
+            MT_CHECK(v[k] == 10 * i + mt_size - 1, "%s[%lld] is %g",
+                     t[i].name, (long long)k, v[k]);
+    }
+    MT_CHECK(tg_is_grad_enabled(), "left in no-grad mode");
+    tg_module_free(m);
+}
+
 static void shard_ranges(void)
 {
     // numpy.array_split(range(n), W) sizes, written out
@@ -437,6 +463,7 @@ int main(int argc, char **argv)
         {"ranks disagreeing on the call, root or op fail together", disagree_on_call_root_and_op, 2},
         {"a rank with a NULL tensor stops the others", a_rank_without_a_tensor, 2},
         {"gradients: one flat all-reduce, missing grads receive one", gradients_in_one_call, 1},
+        {"broadcast_module: every parameter and buffer from the root", module_parameters_and_buffers, 1},
         {"shards: array_split sizes, empty ranks, every row once", shard_ranges, 1},
     };
     return mt_main(argc, argv, cases, (int)(sizeof cases / sizeof *cases));

@@ -27,6 +27,14 @@ void mt_fail(const char *file, int line, const char *fmt, ...)
     fprintf(stderr, "\n  (last error: %s)\n", tg_last_error());
 }
 
+bool mt_failed(bool clear)
+{
+    bool was = failed;
+    if (clear)
+        failed = false;
+    return was;
+}
+
 bool mt_first_line_is(const char *first_line)
 {
     const char *msg = tg_last_error();

@@ -34,6 +34,10 @@ int mt_main(int argc, char **argv, const mt_case *cases, int ncases);
 void mt_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Whether the running test has failed on this rank so far; with clear,
+ * forgets it (for the harness's own checks, which fail on purpose). */
+bool mt_failed(bool clear);
+
 #define MT_CHECK(cond, ...)                                                 \
     do {                                                                    \
         if (!(cond))                                                        \

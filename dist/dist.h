@@ -2,7 +2,8 @@
  * dist/dist.h - data-parallel training over MPI: a process group, the
  * collectives on tensors (all-reduce, all-gather, broadcast) and the
  * helpers of data-parallel SGD (the same parameters on every process, a
- * shard of the batch per process, gradients summed in one call).
+ * shard of the batch per process, gradients summed in one call), and
+ * SyncBatchNorm (BatchNorm with the statistics of the whole batch).
  *
  * Built only when meson finds MPI (-Dmpi=auto|enabled|disabled);
  * tapegrad.h includes this header when it was (dist/config.h defines
@@ -115,6 +116,27 @@ int tg_dist_broadcast_module(tg_process_group *pg, tg_module *m, int root);
  * zeros and receives one. Returns 0 or -1; arguments borrowed. */
 int tg_dist_all_reduce_grads(tg_process_group *pg, tg_module *m,
                              tg_reduce_op op);
+
+/* ------------------------------------------------------- SyncBatchNorm */
+
+/* tg_batch_norm over the batch spread across the ranks (each passes its
+ * own rows; a rank may have none): in training, every rank normalises
+ * with the mean and the biased variance of ALL the ranks' rows, updates
+ * running_mean and running_var with the global mean and unbiased
+ * variance, and its backward uses the global sums; so the result equals
+ * tg_batch_norm on the concatenated batch (dist/sync_batch_norm.c). Every
+ * rank calls it, and runs the backward, empty or not. In eval (training
+ * false) it is tg_batch_norm with the running statistics, with no
+ * communication. x is (N, C, ...), float32 or float64; weight, bias,
+ * running_mean and running_var are (C,) of x's dtype, or NULL in pairs.
+ * The weight and bias gradients are this rank's part: add them over the
+ * ranks with tg_dist_all_reduce_grads, as any parameter's. pg must live
+ * until the backward has run. New reference; arguments borrowed
+ * (running_mean and running_var are updated in place). */
+tg_tensor *tg_sync_batch_norm(tg_process_group *pg, const tg_tensor *x,
+                              tg_tensor *running_mean, tg_tensor *running_var,
+                              const tg_tensor *weight, const tg_tensor *bias,
+                              bool training, double momentum, double eps);
 
 #ifdef __cplusplus
 }

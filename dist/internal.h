@@ -18,6 +18,7 @@ typedef enum tg_dist_call {
     TG_DIST_BROADCAST,
     TG_DIST_MODULE,
     TG_DIST_GRADS,
+    TG_DIST_SYNC_BN,
 } tg_dist_call;
 
 /* The group's communicator (borrowed). */
@@ -39,6 +40,13 @@ int tg_dist_sum_in_place(const tg_process_group *pg, const char *fn,
                          void *data, int64_t n, tg_dtype dtype);
 
 MPI_Datatype tg_dist_mpi_type(tg_dtype dtype);
+
+/* Chan's parallel combine (sync_batch_norm.c): stats is (W, 3, C), rank
+ * r's [count (C), mean (C), M2 (C)]; writes the combined count, mean and
+ * M2 of each channel into n, mean and m2 (C each), ranks taken in order,
+ * those with count 0 skipped. */
+void tg_dist_chan_combine(const double *stats, int world, int64_t channels,
+                          double *n, double *mean, double *m2);
 
 /* Reports an MPI error code under fn: "<call> failed: <MPI's text>". */
 void tg_dist_mpi_error(const char *fn, const char *call, int rc);

@@ -174,6 +174,7 @@ static const char *const call_names[] = {
     [TG_DIST_BROADCAST] = "tg_broadcast_",
     [TG_DIST_MODULE] = "tg_dist_broadcast_module",
     [TG_DIST_GRADS] = "tg_dist_all_reduce_grads",
+    [TG_DIST_SYNC_BN] = "tg_sync_batch_norm",
 };
 
 int tg_dist_agree(const tg_process_group *pg, const char *fn,

@@ -314,3 +314,66 @@ ERROR_CASE(tg_dist_all_reduce_grads, null_module,
 {
     EXPECT_SILENT(tg_dist_all_reduce_grads(mt_pg, NULL, TG_REDUCE_SUM) == -1);
 }
+
+/* ----------------------------------------------------- SyncBatchNorm */
+
+ERROR_CASE(tg_sync_batch_norm, one_dim, "x has fewer than 2 dims")
+{
+    tg_tensor *x = tg_ones(TG_SHAPE(4), TG_FLOAT64);
+    tg_tensor *y = tg_sync_batch_norm(mt_pg, x, NULL, NULL, NULL, NULL, true,
+                                      0.1, 1e-5);
+    EXPECT_ERROR(y == NULL, "tg_sync_batch_norm: cannot normalise a (4,) "
+                            "float64 tensor");
+    tg_release(y);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_sync_batch_norm, weight_shape, "weight is not (C,)")
+{
+    tg_tensor *x = tg_ones(TG_SHAPE(2, 3), TG_FLOAT64);
+    tg_tensor *w = tg_ones(TG_SHAPE(2), TG_FLOAT64);
+    tg_tensor *b = tg_zeros(TG_SHAPE(3), TG_FLOAT64);
+    tg_tensor *y = tg_sync_batch_norm(mt_pg, x, NULL, NULL, w, b, true, 0.1,
+                                      1e-5);
+    EXPECT_ERROR(y == NULL, "tg_sync_batch_norm: weight, bias, running_mean "
+                            "or running_var does not fit x of shape (2, 3)");
+    tg_release(y);
+    tg_release(b);
+    tg_release(w);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_sync_batch_norm, one_value,
+           "training with 1 value per channel over all the ranks")
+{
+    tg_tensor *x = tg_ones(TG_SHAPE(mt_rank == 0 ? 1 : 0, 3), TG_FLOAT64);
+    tg_tensor *y = tg_sync_batch_norm(mt_pg, x, NULL, NULL, NULL, NULL, true,
+                                      0.1, 1e-5);
+    EXPECT_ERROR(y == NULL, "tg_sync_batch_norm: the ranks hold 1 value(s) "
+                            "per channel in all, fewer than 2");
+    tg_release(y);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_sync_batch_norm, channels_disagree,
+           "rank 0 has another number of channels than the others")
+{
+    tg_tensor *x = tg_ones(TG_SHAPE(4, mt_rank == 0 ? 2 : 3), TG_FLOAT64);
+    tg_tensor *y = tg_sync_batch_norm(mt_pg, x, NULL, NULL, NULL, NULL, true,
+                                      0.1, 1e-5);
+    EXPECT_ERROR(y == NULL, "tg_sync_batch_norm: the ranks disagree on the "
+                            "shape of x (its rows aside)");
+    tg_release(y);
+    tg_release(x);
+}
+
+ERROR_NOT_TRIGGERED(tg_sync_batch_norm, "out of memory for %lld values",
+                    "the forward allocates after the collectives, and which "
+                    "allocation fails first there depends on the tape");
+
+ERROR_CASE(tg_sync_batch_norm, null_tensor,
+           "x is NULL on every rank (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_sync_batch_norm(mt_pg, NULL, NULL, NULL, NULL, NULL,
+                                     true, 0.1, 1e-5) == NULL);
+}

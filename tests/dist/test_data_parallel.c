@@ -24,10 +24,16 @@
  * order than one process does, so the results differ by rounding (about
  * 1e-16 relative per step), far below 1e-12 and far above nothing.
  *
+ * The same with BatchNorm in the model's third layer: tg_sync_batch_norm
+ * on the shards against nn's BatchNorm1d on the full batch, checking the
+ * running statistics too.
+ *
  * Negative controls (they must detect a difference):
  *   - per-rank MEAN losses with gradients averaged over the ranks, on
  *     uneven shards without an empty rank: off by far more than 1e-12;
- *   - one rank's parameters changed in the last bit: the hash check sees it.
+ *   - one rank's parameters changed in the last bit: the hash check sees it;
+ *   - BatchNorm on each rank's shard, unsynchronised (shards of 2 rows or
+ *     more, so that each can normalise): off by far more than 1e-12.
  */
 #include "mpi_test.h"
 
@@ -37,20 +43,79 @@
 
 enum { N = 10, D = 4, H = 8, OUT = 3, STEPS = 12 };
 
-/* The model, float64, initialised from seed. */
-static tg_module *model(uint64_t seed)
+/* A BatchNorm layer of this test's own around tg_sync_batch_norm (or,
+ * for the negative control, plain tg_batch_norm on the rank's shard):
+ * parameters weight and bias, buffers running_mean and running_var. */
+typedef struct norm_layer {
+    bool sync;
+} norm_layer;
+
+static tg_tensor *norm_forward(tg_module *m, const tg_tensor *x)
+{
+    const norm_layer *d = tg_module_data(m);
+    tg_tensor *rm = tg_module_buffer(m, "running_mean");
+    tg_tensor *rv = tg_module_buffer(m, "running_var");
+    tg_tensor *w = tg_module_parameter(m, "weight");
+    tg_tensor *b = tg_module_parameter(m, "bias");
+    bool train = tg_module_is_training(m);
+    return d->sync ? tg_sync_batch_norm(mt_pg, x, rm, rv, w, b, train, 0.1,
+                                        1e-5)
+                   : tg_batch_norm(x, rm, rv, w, b, train, 0.1, 1e-5);
+}
+
+static const tg_module_type norm_type = {"TestBatchNorm", norm_forward, NULL,
+                                         sizeof(norm_layer)};
+
+static tg_module *norm_new(bool sync)
+{
+    tg_module *m = tg_module_new(&norm_type);
+    ((norm_layer *)tg_module_data(m))->sync = sync;
+    tg_tensor *t[4] = {tg_ones(TG_SHAPE(H), TG_FLOAT32),
+                       tg_zeros(TG_SHAPE(H), TG_FLOAT32),
+                       tg_zeros(TG_SHAPE(H), TG_FLOAT32),
+                       tg_ones(TG_SHAPE(H), TG_FLOAT32)};
+    tg_module_add_parameter(m, "weight", t[0]);
+    tg_module_add_parameter(m, "bias", t[1]);
+    tg_module_add_buffer(m, "running_mean", t[2]);
+    tg_module_add_buffer(m, "running_var", t[3]);
+    for (int i = 0; i < 4; i++)
+        tg_release(t[i]);
+    return m;
+}
+
+/* Which normalisation the model has in its third layer. */
+typedef enum norm_kind {
+    LAYER_NORM,     // each row by itself: no coupling between ranks
+    BATCH_NORM,     // nn's BatchNorm1d (the full-batch reference)
+    SYNC_BATCH_NORM, // tg_sync_batch_norm
+    LOCAL_BATCH_NORM, // tg_batch_norm on each rank's shard (wrong)
+} norm_kind;
+
+/* The model, float64, initialised from seed:
+ * Linear -> Tanh -> norm -> Linear. */
+static tg_module *model_with(uint64_t seed, norm_kind kind)
 {
     tg_manual_seed(seed);
+    tg_module *norm = kind == LAYER_NORM
+                          ? tg_layer_norm_new(TG_SHAPE(H), 1e-5, true)
+                      : kind == BATCH_NORM ? tg_batch_norm1d_new(H, NULL)
+                                           : norm_new(kind == SYNC_BATCH_NORM);
     tg_module *m = TG_SEQUENTIAL(tg_linear_new(D, H, true), tg_tanh_new(),
-                                 tg_layer_norm_new(TG_SHAPE(H), 1e-5, true),
-                                 tg_linear_new(H, OUT, true));
+                                 norm, tg_linear_new(H, OUT, true));
     tg_module_to_dtype(m, TG_FLOAT64);
-    // LayerNorm starts at weight 1, bias 0: make it non-trivial
+    // the norm starts at weight 1, bias 0: make it non-trivial
+    tg_generator *g = tg_generator_new(5);
     tg_no_grad_begin();
-    tg_uniform_(tg_module_parameter(m, "2.weight"), 0.5, 1.5, NULL);
-    tg_uniform_(tg_module_parameter(m, "2.bias"), -0.5, 0.5, NULL);
+    tg_uniform_(tg_module_parameter(m, "2.weight"), 0.5, 1.5, g);
+    tg_uniform_(tg_module_parameter(m, "2.bias"), -0.5, 0.5, g);
     tg_no_grad_end();
+    tg_generator_free(g);
     return m;
+}
+
+static tg_module *model(uint64_t seed)
+{
+    return model_with(seed, LAYER_NORM);
 }
 
 /* The same data on every rank. x (N, D), y (N, OUT): new references. */
@@ -67,6 +132,8 @@ static const int64_t with_empty[5][4] = {
     {0}, {10}, {3, 7}, {6, 0, 4}, {1, 5, 0, 4}};
 static const int64_t without_empty[5][4] = {
     {0}, {10}, {3, 7}, {6, 1, 3}, {1, 5, 2, 2}};
+static const int64_t two_rows_or_more[5][4] = {
+    {0}, {10}, {3, 7}, {4, 3, 3}, {2, 3, 2, 3}};
 
 /* This rank's rows of t by the table. New reference. */
 static tg_tensor *my_rows(const tg_tensor *t, const int64_t counts[4])
@@ -147,14 +214,14 @@ static bool same_on_every_rank(const tg_module *m)
 /* Trains the distributed model and the reference side by side; returns
  * the largest difference seen (losses and parameters). With per_rank_mean,
  * the wrong recipe: loss_r = sse_r / |S_r|, gradients averaged. */
-static double train(const int64_t counts[4], bool per_rank_mean,
-                    bool check_hash)
+static double train_with(const int64_t counts[4], bool per_rank_mean,
+                         bool check_hash, norm_kind kind, norm_kind ref_kind)
 {
     tg_tensor *x, *y;
     data(&x, &y);
     tg_tensor *xr = my_rows(x, counts), *yr = my_rows(y, counts);
-    tg_module *ref = model(1);               // what rank 0 starts from
-    tg_module *m = model(1 + (uint64_t)mt_rank * 7919); // differs per rank
+    tg_module *ref = model_with(1, ref_kind); // what rank 0 starts from
+    tg_module *m = model_with(1 + (uint64_t)mt_rank * 7919, kind); // per rank
     MT_CHECK(tg_dist_broadcast_module(mt_pg, m, 0) == 0, "broadcast failed");
     MT_CHECK(params_diff(m, ref) == 0, "broadcast: not rank 0's model");
     tg_sgd_config cfg = tg_sgd_config_default(0.1);
@@ -173,6 +240,12 @@ static double train(const int64_t counts[4], bool per_rank_mean,
         tg_release(total);
         tg_release(l);
         worst = fmax(worst, params_diff(m, ref));
+        if (ref_kind == BATCH_NORM) // and the running statistics
+            for (int k = 0; k < 2; k++) {
+                const char *name = k ? "2.running_var" : "2.running_mean";
+                worst = fmax(worst, mt_max_abs_diff(tg_module_buffer(m, name),
+                                                    tg_module_buffer(ref, name)));
+            }
         if (check_hash)
             MT_CHECK(same_on_every_rank(m),
                      "step %d: the ranks' parameters differ", s);
@@ -186,6 +259,33 @@ static double train(const int64_t counts[4], bool per_rank_mean,
     tg_release(y);
     tg_release(x);
     return worst;
+}
+
+static double train(const int64_t counts[4], bool per_rank_mean,
+                    bool check_hash)
+{
+    return train_with(counts, per_rank_mean, check_hash, LAYER_NORM,
+                      LAYER_NORM);
+}
+
+static void sync_batch_norm_equals_full_batch(void)
+{
+    if (mt_size > 4)
+        return;
+    double worst = train_with(with_empty[mt_size], false, true,
+                              SYNC_BATCH_NORM, BATCH_NORM);
+    MT_CHECK(worst <= 1e-12, "SyncBatchNorm training differs from full-batch "
+             "BatchNorm training by %.3g", worst);
+}
+
+static void local_batch_norm_differs(void)
+{
+    if (mt_size > 4)
+        return;
+    double worst = train_with(two_rows_or_more[mt_size], false, false,
+                              LOCAL_BATCH_NORM, BATCH_NORM);
+    MT_CHECK(worst > 1e-6, "unsynchronised BatchNorm matched full-batch "
+             "training (%.3g): the comparison cannot fail", worst);
 }
 
 static void equals_full_batch(void)
@@ -227,6 +327,8 @@ int main(int argc, char **argv)
         {"data-parallel SGD (uneven shards, an empty rank) equals full-batch SGD within 1e-12, bitwise equal ranks", equals_full_batch, 1},
         {"negative control: per-rank mean losses, gradients averaged, differ", per_rank_means_differ, 2},
         {"negative control: the hash check sees one changed bit", hash_sees_one_bit, 2},
+        {"SyncBatchNorm: data-parallel SGD equals full-batch BatchNorm SGD (parameters, losses, running stats) within 1e-12", sync_batch_norm_equals_full_batch, 1},
+        {"negative control: BatchNorm on each shard (no sync) differs", local_batch_norm_differs, 2},
     };
     return mt_main(argc, argv, cases, (int)(sizeof cases / sizeof *cases));
 }

@@ -16,4 +16,11 @@
 
 #define TAPEGRAD_VERSION "0.1.0"
 
+/* Data-parallel training over MPI, in builds that found MPI (meson option
+ * -Dmpi): dist/config.h, made by the build, sets TG_HAVE_MPI to 1 or 0. */
+#include "dist/config.h"
+#if TG_HAVE_MPI
+#include "dist/dist.h"
+#endif
+
 #endif

@@ -50,11 +50,17 @@ import tempfile
 
 PUBLIC_HEADERS = ["tapegrad.h", "tensor/tensor.h", "autograd/autograd.h",
                   "autograd/ops.h", "nn/nn.h"]
+# Public headers of optional parts (dist/: built with MPI only, documented
+# always): read when they exist.
+OPTIONAL_PUBLIC_HEADERS = ["dist/dist.h"]
 INTERNAL_HEADERS = ["tensor/internal.h", "autograd/internal.h",
-                    "nn/internal.h", "autograd/tape.h"]
+                    "nn/internal.h", "autograd/tape.h",
+                    "dist/internal.h"]
 
 # Names the docs may mention that no header declares, each with its reason.
 ALLOWED = {
+    "TG_HAVE_MPI": "1 or 0 in dist/config.h, which meson makes from "
+                   "dist/config.h.in: whether the build has dist/ (MPI)",
     "TG_PLOTS_DIR": "the folder of the demos' gnuplot scripts: an "
                     "environment variable and a define of examples/"
                     "meson.build, read by examples/demo_util.c; not part "
@@ -351,6 +357,8 @@ class Checker:
                     "PUBLIC_HEADERS in scripts/check_doc_samples.py)"))
             else:
                 self.public |= c_declared_names(text)
+        for rel in OPTIONAL_PUBLIC_HEADERS:
+            self.public |= c_declared_names(self.read(rel) or "")
         for rel in INTERNAL_HEADERS:
             text = self.read(rel)
             for name in c_declared_names(text or ""):

@@ -328,9 +328,19 @@ static inline int tg_thread_num(void)
  * x86-64, AVX2, AVX-512) and picks one when the program starts, from what
  * the CPU offers. A kernel that fixes the order of every addition gives
  * the same bits in all three, as the build forbids fused multiply-adds
- * (-ffp-contract=off). Elsewhere (or under clang) the ordinary function. */
+ * (-ffp-contract=off). Elsewhere (or under clang) the ordinary function.
+ * Not under ThreadSanitizer either: the clones are picked by ifunc
+ * resolvers, which the dynamic loader runs before the sanitizer's runtime
+ * is set up, and the instrumented resolver then crashes before main. */
+#if defined(__SANITIZE_THREAD__)
+#define TG_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TG_THREAD_SANITIZER 1
+#endif
+#endif
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&    \
-    defined(__linux__)
+    defined(__linux__) && !defined(TG_THREAD_SANITIZER)
 #define TG_VECTOR_CLONES                                                     \
     __attribute__((target_clones("default", "avx2", "avx512f")))
 #else

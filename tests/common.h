@@ -105,5 +105,15 @@ static inline const tg_tensor *const *tg_test_inputs(tg_tensor *const *in)
 {
     return (const tg_tensor *const *)in;
 }
+/* True when this process runs under valgrind (its preloaded libraries
+ * are in LD_PRELOAD): for the few checks that measure what valgrind
+ * distorts, resident memory or a child process's time, and say so when
+ * they skip. */
+bool tg_test_under_valgrind(void);
+/* Under valgrind (and built with its headers: TG_TEST_HAVE_VALGRIND),
+ * runs its leak check now and returns false when any block is definitely,
+ * indirectly or possibly lost, with the bytes in report; true otherwise.
+ * The teardown of every TG_TEST calls it. */
+bool tg_test_valgrind_no_leaks(char *report, size_t report_size);
 
 #endif

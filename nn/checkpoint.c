@@ -259,6 +259,7 @@ typedef struct save_paths {
     char *old;    // "<dir>.tg-old-XXXXXX": where the fallback moves the old one
     char *file;   // scratch for "<folder>/<name>.npy"
     size_t file_size;
+    size_t name_size; // bytes of fresh and of old
 } save_paths;
 
 static void save_paths_free(save_paths *p)
@@ -289,11 +290,11 @@ static int save_paths_make(const char *fn, const char *dir, save_paths *p)
                  shown, shown, dir[strlen(dir) - 1] == '/' ? "" : "/");
         return -1;
     }
-    size_t tmp_size = len + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
-    p->file_size = tmp_size + TG_NAME_MAX + 8;
+    p->name_size = len + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
+    p->file_size = p->name_size + TG_NAME_MAX + 8;
     p->dir = tg_malloc(len + 1);
-    p->fresh = tg_malloc(tmp_size);
-    p->old = tg_malloc(tmp_size);
+    p->fresh = tg_malloc(p->name_size);
+    p->old = tg_malloc(p->name_size);
     p->file = tg_malloc(p->file_size);
     if (p->dir) {
         memcpy(p->dir, dir, len);
@@ -342,11 +343,10 @@ static int check_replaceable(const char *fn, save_paths *p,
 /* Creates p->fresh under a name nobody has. */
 static int make_fresh_folder(const char *fn, save_paths *p)
 {
-    size_t size = strlen(p->dir) + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
     for (int attempt = 0; attempt < 16; attempt++) {
         char suffix[TG_IO_SUFFIX_SIZE];
         tg_io_unique_suffix(suffix);
-        snprintf(p->fresh, size, "%s.tg-save-%s", p->dir, suffix);
+        snprintf(p->fresh, p->name_size, "%s.tg-save-%s", p->dir, suffix);
         if (tg_io_mkdir(p->fresh) == 0)
             return 0;
         if (errno != EEXIST)
@@ -415,10 +415,9 @@ static int take_place(const char *fn, save_paths *p, bool exists,
         return 0;
     } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
         /* No atomic swap here: the old folder steps aside first. */
-        size_t size = strlen(p->dir) + sizeof ".tg-save-" + TG_IO_SUFFIX_SIZE;
         char suffix[TG_IO_SUFFIX_SIZE];
         tg_io_unique_suffix(suffix);
-        snprintf(p->old, size, "%s.tg-old-%s", p->dir, suffix);
+        snprintf(p->old, p->name_size, "%s.tg-old-%s", p->dir, suffix);
         if (tg_io_rename(p->dir, p->old) == 0) {
             if (tg_io_rename(p->fresh, p->dir) == 0) {
                 *previous = p->old;

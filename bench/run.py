@@ -20,11 +20,14 @@ and, when gnuplot is installed, DIR/bench.png.
 import argparse
 import csv
 import os
+import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 M, N = 4096, 768          # LayerNorm / BatchNorm1d workload
@@ -123,19 +126,55 @@ def fmt(v, spec="%.3g"):
     return "-" if v is None else spec % v
 
 
-def measure_row(row, procs, threads, args, checker):
+def calibrate(tg, threads):
+    """(wall, cpu) of tapegrad's calibration loop at `threads` threads."""
+    wall, cpu = (float(v) for v in tg.ask("calib %d" % threads).split())
+    return wall, cpu
+
+
+def contention(threads, calibs, reference, samples):
+    """Why this row cannot be measured here, or None when the machine was
+    quiet around it. calibs: (wall, cpu) of the calibration loop before and
+    after the row; reference: the quietest one-thread calibration of the
+    run (CPU seconds); samples: {contender: [(wall, cpu, faults)]}."""
+    cpus = os.cpu_count() or 1
+    if threads > cpus:
+        return "%d threads on %d CPUs" % (threads, cpus)
+    for wall, cpu in calibs:
+        if cpu < 0.9 * threads * wall:
+            return "the calibration loop got %.1f of %d cores" % (
+                cpu / wall, threads)
+        if reference and cpu / threads > 1.15 * reference:
+            return "the calibration loop ran %.0f%% slower than at the " \
+                   "start (a busy sibling core or a lower clock)" % (
+                       100 * (cpu / threads / reference - 1))
+    if threads == 1:
+        for name, ss in samples.items():
+            worst = min(c / w for w, c, _ in ss if w > 0) if ss else 1
+            if worst < 0.9:
+                return "%s was descheduled (CPU / wall %.2f in a sample)" % (
+                    name, worst)
+    return None
+
+
+def measure_row(row, procs, threads, args, checker, reference):
     """Sets up, checks and times one workload on every contender."""
     name = row[0]
-    active = []
+    tg = next((c for c in procs if c.name == "tapegrad"), None)
+    calibs = [calibrate(tg, threads)] if tg else []
+    active, cold = [], {}
     for c in procs:
         reply = c.ask("setup %s %d %s %g" % (name, threads, args.size,
                                              args.min_seconds))
         if reply.startswith("ok"):
             active.append(c)
+            f = reply.split()
+            cold[c.name] = float(f[2]) if len(f) > 2 else None
         elif reply != "unsupported":
             print("  %s %s: %s" % (c.name, name, reply), file=sys.stderr)
-    result = {"check": "-", "cells": {}, "saved": {}, "peak": {}}
-    tg = next((c for c in active if c.name == "tapegrad"), None)
+    result = {"check": "-", "cells": {}, "saved": {}, "peak": {},
+              "ratios": {}, "faults": {}, "cold": cold, "contended": None}
+    tg = tg if tg in active else None
     if tg and checker and (threads == args.check_threads or not args.quick):
         with tempfile.TemporaryDirectory() as d:
             reply = tg.ask("check " + d)
@@ -159,14 +198,29 @@ def measure_row(row, procs, threads, args, checker):
         for c in order:
             reply = c.ask("run")
             try:
-                t = float(reply)
+                wall, cpu, faults = (float(v) for v in reply.split())
             except ValueError:
                 raise RuntimeError("%s %s: %s" % (c.name, name, reply))
             if k >= args.warmup:
-                samples[c.name].append(t)
-    for cname, s in samples.items():
+                samples[c.name].append((wall, cpu, faults))
+    if tg:
+        calibs.append(calibrate(tg, threads))
+    # One thread: CPU time, which a busy machine disturbs least. More: wall
+    # time (CPU time would add the threads up), trusted only on a quiet
+    # machine, which the calibration loop tells.
+    pick = 1 if threads == 1 else 0
+    times = {c: [s[pick] for s in ss] for c, ss in samples.items()}
+    for cname, s in times.items():
         result["cells"][cname] = {"median": statistics.median(s),
                                   "min": min(s), "max": max(s)}
+        result["faults"][cname] = statistics.median(
+            f for _, _, f in samples[cname])
+    for other in ("torch", "numpy"):
+        if "tapegrad" in times and other in times:
+            r = [a / b for a, b in zip(times["tapegrad"], times[other])]
+            result["ratios"][other] = {"median": statistics.median(r),
+                                       "min": min(r), "max": max(r)}
+    result["contended"] = contention(threads, calibs, reference, samples)
     return result
 
 
@@ -201,9 +255,21 @@ def main():
     ap.add_argument("--only", nargs="+", metavar="NAME",
                     help="only these workloads (copy is always run)")
     ap.add_argument("--out", default="out/bench")
+    ap.add_argument("--doc", metavar="MD",
+                    help="write the results between the markers of MD "
+                         "(docs/performance.md) after a full run")
+    ap.add_argument("--check-doc", metavar="MD",
+                    help="only check that MD's results are in the format "
+                         "this script writes, and exit")
     ap.add_argument("--size", default="full", choices=["full", "small"],
                     help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.check_doc:
+        with open(args.check_doc) as f:
+            problems = check_doc(f.read())
+        for p in problems:
+            print("%s: %s" % (args.check_doc, p))
+        return 1 if problems else 0
     args.reps = args.reps or (3 if args.quick else 11)
     args.warmup = 1 if args.quick else 2
     args.min_seconds = 0.01 if args.quick else 0.05
@@ -232,6 +298,14 @@ def main():
               "(its columns show -)")
     tb = os.path.join(HERE, "torch_bench.py")
     results = {}
+    machine = {"cpu": cpu_model(), "cpus": os.cpu_count() or 1,
+               "openblas": core,
+               "load_before": os.getloadavg()[0]}
+    # The quietest of a few one-thread calibration loops: the reference a
+    # row's own calibrations are compared with.
+    cal = Contender("tapegrad", [args.tg_bench], 1)
+    machine["reference"] = min(calibrate(cal, 1)[1] for _ in range(3))
+    cal.close()
     argvs = [("tapegrad", [args.tg_bench])]
     if have_torch:
         argvs.append(("torch", [args.python, tb, "--backend", "torch"]))
@@ -243,21 +317,30 @@ def main():
                   "" if threads == 1 else "s"), file=sys.stderr, flush=True)
             try:
                 # the checker is PyTorch when present, else NumPy
-                results[(row[0], threads)] = measure_row(row, procs, threads,
-                                                         args, procs[1])
+                results[(row[0], threads)] = measure_row(
+                    row, procs, threads, args, procs[1], machine["reference"])
             except RuntimeError as e:
                 # A contender failed or died: the row shows "error" and
                 # the run goes on with a fresh process in its place.
                 print("  %s (%d thr): %s" % (row[0], threads, e))
                 results[(row[0], threads)] = {
-                    "check": "error", "cells": {}, "saved": {}, "peak": {}}
+                    "check": "error", "cells": {}, "saved": {}, "peak": {},
+                    "ratios": {}, "faults": {}, "cold": {},
+                    "contended": "a contender failed"}
                 for i, c in enumerate(procs):
                     if c.dead:
                         procs[i] = Contender(c.name, argvs[i][1], threads)
         for c in procs:
             if c.close() != 0:
                 print("  %s exited with an error" % c.name, file=sys.stderr)
-    report(rows, threads_list, results, args, have_torch)
+    machine["load_after"] = os.getloadavg()[0]
+    lines = report(rows, threads_list, results, args, have_torch, machine)
+    if args.doc:
+        if args.quick or args.only or args.size != "full":
+            print("not writing %s: only a full run goes there" % args.doc)
+        else:
+            write_doc(args.doc, doc_block(machine, lines, args))
+            print("wrote the results into %s" % args.doc)
     bad = sorted("%s (%d thr)" % k for k, r in results.items()
                  if r["check"] in ("fail", "error"))
     if bad:
@@ -265,84 +348,134 @@ def main():
     return 1 if bad else 0
 
 
-def report(rows, threads_list, results, args, have_torch):
+HEADER = ["workload", "thr", "tapegrad", "torch", "numpy",
+          "tg/torch [min max]", "tg/numpy", "tg rate", "% copy",
+          "tg faults/it (cold)", "torch faults/it", "machine", "check"]
+TARGET_HEADER = ["target", "measured", "wanted", "status"]
+NOT_MEASURABLE = "not measurable here"
+
+
+def fmt_ratio(r):
+    if not r:
+        return "-"
+    return "%.2f [%.2f %.2f]" % (r["median"], r["min"], r["max"])
+
+
+def fmt_faults(f, cold=None):
+    if f is None:
+        return "-"
+    return "%.3g" % f + ("" if cold is None else " (%.3g)" % cold)
+
+
+def report(rows, threads_list, results, args, have_torch, machine):
+    """Prints the tables and writes the CSV files and the chart; returns
+    the printed lines (for --doc)."""
     os.makedirs(args.out, exist_ok=True)
+    lines = []
+
+    def out(text=""):
+        print(text)
+        lines.extend(text.split("\n"))
+
+    # The copy bandwidth: tapegrad's own copy of the LayerNorm input's
+    # bytes, in the same process, by the same clock as the rows it divides.
     copy_bw = {}
     for t in threads_list:
         r = results.get(("copy", t))
-        rates = [rate(ROWS[-1], r["cells"].get(c)) for c in CONTENDERS] \
-            if r else []
-        rates = [x for x in rates if x]
-        copy_bw[t] = max(rates) if rates and args.size == "full" else None
+        c = r["cells"].get("tapegrad") if r else None
+        copy_bw[t] = rate(ROWS[-1], c) if c and not r["contended"] \
+            and args.size == "full" else None
 
-    header = ["workload", "thr", "tapegrad", "torch", "numpy", "tg/torch",
-              "tg/numpy", "tg rate", "torch rate", "% copy", "check"]
-    table, csv_rows = [], []
+    table, csv_rows, notes = [], [], []
     for row in rows:
         for t in threads_list:
             r = results[(row[0], t)]
             cells = r["cells"]
             tg, to, npc = (cells.get(c) for c in CONTENDERS)
-            ratio_t = tg["median"] / to["median"] if tg and to else None
-            ratio_n = tg["median"] / npc["median"] if tg and npc else None
+            rt, rn = r["ratios"].get("torch"), r["ratios"].get("numpy")
             unit = {"B": "GB/s", "F": "GFLOP/s"}.get(row[2][0]) \
                 if row[2] else ""
             tg_rate, to_rate = (rate(row, tg), rate(row, to)) \
                 if args.size == "full" else (None, None)
             pct = 100 * tg_rate / copy_bw[t] if unit == "GB/s" and tg_rate \
-                and copy_bw.get(t) else None
+                and copy_bw.get(t) and row[0] != "copy" else None
+            if r["contended"]:
+                notes.append("%s (%d thr): %s: %s" % (row[0], t,
+                                                      NOT_MEASURABLE,
+                                                      r["contended"]))
             table.append([row[0], str(t), fmt_cell(tg), fmt_cell(to),
-                          fmt_cell(npc), fmt(ratio_t, "%.2f"),
-                          fmt(ratio_n, "%.2f"),
+                          fmt_cell(npc), fmt_ratio(rt),
+                          fmt(rn and rn["median"], "%.2f"),
                           fmt(tg_rate, "%.1f " + unit) if unit else "-",
-                          fmt(to_rate, "%.1f " + unit) if unit else "-",
-                          fmt(pct, "%.0f%%"), r["check"]])
+                          fmt(pct, "%.0f%%"),
+                          fmt_faults(r["faults"].get("tapegrad"),
+                                     r["cold"].get("tapegrad")),
+                          fmt_faults(r["faults"].get("torch")),
+                          "contended" if r["contended"] else "quiet",
+                          r["check"]])
             csv_rows.append({
                 "workload": row[0], "threads": t,
                 **{"%s_%s_s" % (c, k): (cells[c][k] if c in cells else "")
                    for c in CONTENDERS for k in ("median", "min", "max")},
-                "ratio_torch": ratio_t or "", "ratio_numpy": ratio_n or "",
+                **{"ratio_%s_%s" % (c, k): (r["ratios"][c][k]
+                                            if c in r["ratios"] else "")
+                   for c in ("torch", "numpy")
+                   for k in ("median", "min", "max")},
                 "tapegrad_rate": tg_rate or "", "torch_rate": to_rate or "",
                 "rate_unit": unit, "pct_copy": pct or "",
+                **{"%s_faults_per_iter" % c: r["faults"].get(c, "")
+                   for c in CONTENDERS},
+                "tapegrad_cold_faults": r["cold"].get("tapegrad", ""),
+                "contended": r["contended"] or "",
                 "check": r["check"]})
-    print()
-    print("tapegrad against PyTorch and NumPy: median [spread: min and max "
-          "relative to the median] over %d rounds; tg/x < 1 means tapegrad is "
-          "faster. Rates count the minimum bytes (GB/s) or flops (GFLOP/s); "
-          "%% copy is tapegrad's GB/s over the best copy bandwidth at the "
-          "same thread count. check: tapegrad's result against %s before "
-          "timing (docs/performance.md gives the tolerances)." % (
-              args.reps, "PyTorch" if have_torch else "NumPy"))
-    print()
-    print_table(header, table)
+    out()
+    out("tapegrad against PyTorch and NumPy over %d rounds: median [min, max] "
+        "of each sample's time per iteration (1 thread: CPU time; more: "
+        "wall time); tg/torch is the median [min, max] of the rounds' "
+        "ratios, < 1: tapegrad faster. Rates count the minimum bytes (GB/s) "
+        "or flops (GFLOP/s); %% copy is tapegrad's GB/s over its own copy "
+        "of 12.6 MB at the same thread count. faults/it: minor page faults "
+        "per iteration once warm (cold: the first iteration's). machine: "
+        "quiet, or contended (the calibration loop or a sample saw other "
+        "work; its targets are not judged). check: tapegrad's result "
+        "against %s before timing." % (args.reps,
+                                        "PyTorch" if have_torch else "NumPy"))
+    out()
+    for ln in table_lines(HEADER, table):
+        out(ln)
+    if notes:
+        out()
+        for n in notes:
+            out(n)
     with open(os.path.join(args.out, "bench.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
         w.writeheader()
         w.writerows(csv_rows)
 
-    mem_rows = memory(rows, threads_list, results, args)
+    memory(rows, threads_list, results, args, out)
     targets = evaluate_targets(rows, threads_list, results, copy_bw)
-    print()
-    print("Targets (from this run)")
-    print()
+    out()
+    out("Targets (from this run)")
+    out()
     if targets:
-        print_table(["target", "measured", "wanted", "status"], targets)
+        for ln in table_lines(TARGET_HEADER, targets):
+            out(ln)
     else:
-        print("(none of the targets' workloads ran)")
+        out("(none of the targets' workloads ran)")
     with open(os.path.join(args.out, "bench_targets.csv"), "w",
               newline="") as f:
         w = csv.writer(f)
-        w.writerow(["target", "measured", "wanted", "status"])
+        w.writerow(TARGET_HEADER)
         w.writerows(targets)
     chart(rows, threads_list, results, args)
     print()
     print("wrote %s/bench.csv, bench_memory.csv, bench_targets.csv%s" % (
         args.out, ", bench.png" if shutil.which("gnuplot") else
         " (no chart: apt-get install gnuplot-nox)"))
-    return mem_rows
+    return lines
 
 
-def memory(rows, threads_list, results, args):
+def memory(rows, threads_list, results, args, emit):
     t = threads_list[0]
     table, out = [], []
     pairs = [("ln_fwd_bwd", "ln_composed_fwd_bwd"),
@@ -368,19 +501,21 @@ def memory(rows, threads_list, results, args):
             for c in ("tapegrad", "torch"):
                 out.append(["step_peak", name, c, r["peak"].get(c) or "", ""])
     if table:
-        print()
-        print("Bytes kept for backward (tensors the graph saves beyond the "
-              "inputs, parameters and output)")
-        print()
-        print_table(["op", "library", "fused", "composed", "composed/fused"],
-                    table)
+        emit()
+        emit("Bytes kept for backward (tensors the graph saves beyond the "
+            "inputs, parameters and output)")
+        emit()
+        for ln in table_lines(["op", "library", "fused", "composed",
+                               "composed/fused"], table):
+            emit(ln)
     if peaks:
-        print()
-        print("Peak memory of a training step above what was allocated "
-              "before it (tapegrad: tg_peak_bytes; PyTorch: the profiler's "
-              "memory events)")
-        print()
-        print_table(["step", "tapegrad", "torch"], peaks)
+        emit()
+        emit("Peak memory of a training step above what was allocated "
+            "before it (tapegrad: tg_peak_bytes; PyTorch: the profiler's "
+            "memory events)")
+        emit()
+        for ln in table_lines(["step", "tapegrad", "torch"], peaks):
+            emit(ln)
     with open(os.path.join(args.out, "bench_memory.csv"), "w",
               newline="") as f:
         w = csv.writer(f)
@@ -400,13 +535,17 @@ def fmt_bytes(b):
 
 
 def evaluate_targets(rows, threads_list, results, copy_bw):
+    """Each target of the docs with its measured value and met / MISSED;
+    "not measurable here" when a row it rests on ran on a contended
+    machine (a busy machine decides nothing, either way), "noisy (...)"
+    when a sample spread by more than 1.5x (max / min)."""
     out = []
 
-    def status(ok, *cells):
-        """met / MISSED, or "noisy" when a contender's samples spread by
-        more than 1.5x (max/min): a contended machine decides nothing."""
+    def status(ok, names, *cells):
         if ok is None:
             return "-"
+        if any(results[n]["contended"] for n in names if n in results):
+            return NOT_MEASURABLE
         if any(c and c["max"] > 1.5 * c["min"] for c in cells):
             return "noisy (%s)" % ("met" if ok else "MISSED")
         return "met" if ok else "MISSED"
@@ -415,6 +554,10 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
         r = results.get((name, t))
         return r["cells"].get(c) if r else None
 
+    def ratio(name, t):
+        r = results.get((name, t))
+        return r["ratios"].get("torch") if r else None
+
     for t in threads_list:
         for name, label in (("ln_fwd_bwd", "LayerNorm fwd+bwd"),
                             ("bn1d_fwd_bwd", "BatchNorm1d fwd+bwd"),
@@ -422,34 +565,42 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
                             ("matmul", "matmul (fast/OpenBLAS)")):
             if (name, t) not in results:
                 continue
-            tg, to = cell(name, t, "tapegrad"), cell(name, t, "torch")
             lim = 1.2 if name == "matmul" else 0.8
-            r = tg["median"] / to["median"] if tg and to else None
+            r = ratio(name, t)
             out.append(["%s time / PyTorch's, %d thr" % (label, t),
-                        fmt(r, "%.2f"), "<= %.1f" % lim,
-                        status(None if r is None else r <= lim, tg, to)])
+                        fmt_ratio(r), "<= %.1f" % lim,
+                        status(None if r is None else r["median"] <= lim,
+                               [(name, t)], cell(name, t, "tapegrad"),
+                               cell(name, t, "torch"))])
         if ("matmul_portable", t) in results:
-            tg = cell("matmul_portable", t, "tapegrad")
-            to = cell("matmul_portable", t, "torch")
-            r = tg["median"] / to["median"] if tg and to else None
             out.append(["matmul portable kernel / PyTorch's, %d thr" % t,
-                        fmt(r, "%.2f"), "reported", "-"])
+                        fmt_ratio(ratio("matmul_portable", t)), "reported",
+                        "-"])
         if ("ln_fwd_bwd", t) in results:
             tg = cell("ln_fwd_bwd", t, "tapegrad")
             p = 100 * rate(ROWS[1], tg) / copy_bw[t] \
                 if tg and copy_bw.get(t) else None
+            st = status(None if p is None else p >= 70,
+                        [("ln_fwd_bwd", t), ("copy", t)], tg)
+            if p is None and results[("ln_fwd_bwd", t)]["contended"] is None \
+                    and results.get(("copy", t), {}).get("contended"):
+                st = NOT_MEASURABLE
             out.append(["LayerNorm fwd+bwd, %% of copy bandwidth, %d thr" % t,
-                        fmt(p, "%.0f%%"), ">= 70%",
-                        status(None if p is None else p >= 70, tg)])
+                        fmt(p, "%.0f%%"), ">= 70%", st])
         for name, label, want in (("mlp_tiny_step", "tiny MLP step", 10),
                                   ("mlp_medium_step", "medium MLP step", 2)):
             if (name, t) not in results:
                 continue
-            tg, to = cell(name, t, "tapegrad"), cell(name, t, "torch")
-            s = to["median"] / tg["median"] if tg and to else None
+            r = ratio(name, t)
+            sp = None if r is None else {k: 1 / r[k2] for k, k2 in (
+                ("median", "median"), ("min", "max"), ("max", "min"))}
             out.append(["%s speed-up over PyTorch eager, %d thr" % (label, t),
-                        fmt(s, "%.1fx"), ">= %dx" % want,
-                        status(None if s is None else s >= want, tg, to)])
+                        "-" if sp is None else "%.1fx [%.1f %.1f]" % (
+                            sp["median"], sp["min"], sp["max"]),
+                        ">= %dx" % want,
+                        status(None if sp is None else sp["median"] >= want,
+                               [(name, t)], cell(name, t, "tapegrad"),
+                               cell(name, t, "torch"))])
     t = threads_list[0]
     for fused, composed, label in (
             ("ln_fwd_bwd", "ln_composed_fwd_bwd", "LayerNorm"),
@@ -459,9 +610,10 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
             continue
         f, k = rf["saved"].get("tapegrad"), rc["saved"].get("tapegrad")
         r = k / f if f and k else None
+        # bytes, not time: a busy machine does not change them
         out.append(["%s bytes kept for backward, composed / fused" % label,
                     fmt(r, "%.0fx"), ">= 5x",
-                    status(None if r is None else r >= 5)])
+                    "-" if r is None else ("met" if r >= 5 else "MISSED")])
     return out
 
 
@@ -515,15 +667,135 @@ plot %s
             print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
 
 
-def print_table(header, rows):
+def table_lines(header, rows):
     widths = [max(len(str(r[i])) for r in [header] + rows)
               for i in range(len(header))]
-    line = "  ".join("%-*s" % (w, h) for w, h in zip(widths, header))
-    print(line.rstrip())
-    print("  ".join("-" * w for w in widths))
+    out = ["  ".join("%-*s" % (w, h) for w, h in zip(widths, header)).rstrip(),
+           "  ".join("-" * w for w in widths)]
     for r in rows:
-        print("  ".join("%-*s" % (w, str(c)) for w, c in
-                        zip(widths, r)).rstrip())
+        out.append("  ".join("%-*s" % (w, str(c)) for w, c in
+                             zip(widths, r)).rstrip())
+    return out
+
+
+# ------------------------------------------------ docs/performance.md
+
+DOC_BEGIN, DOC_END = "<!-- results: begin -->", "<!-- results: end -->"
+DOC_FIRST = re.compile(r"^Measured on \d{4}-\d{2}-\d{2} on .+ \(\d+ CPUs?\)")
+RATIO = re.compile(r"^(-|\d+\.\d\d \[\d+\.\d\d \d+\.\d\d\])$")
+STATUSES = {"met", "MISSED", "noisy (met)", "noisy (MISSED)", NOT_MEASURABLE,
+            "-"}
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def doc_block(machine, lines, args):
+    return "\n".join([
+        "Measured on %s on %s (%d CPUs), the default build type (-O2), %s; "
+        "load average %.2f before the run and %.2f after it. A row marked "
+        "contended ran while the calibration loop or its samples saw other "
+        "work on the machine: its targets say \"%s\"." % (
+            time.strftime("%Y-%m-%d", time.gmtime()), machine["cpu"],
+            machine["cpus"],
+            "OpenBLAS with its %s kernels" % machine["openblas"]
+            if machine.get("openblas") else "without OpenBLAS",
+            machine["load_before"], machine["load_after"], NOT_MEASURABLE),
+        "", "```text"] + [ln for ln in lines] + ["```"])
+
+
+def write_doc(path, block):
+    with open(path) as f:
+        text = f.read()
+    a, b = text.index(DOC_BEGIN), text.index(DOC_END)
+    text = text[:a + len(DOC_BEGIN)] + "\n" + block.strip("\n") + "\n" + \
+        text[b:]
+    problems = check_doc(text)
+    if problems:
+        raise RuntimeError("the block written does not pass --check-doc: "
+                           + "; ".join(problems))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def columns(dashes, line):
+    """Splits a table line at the columns its dashes line marks."""
+    cells, pos = [], 0
+    for group in dashes.split("  "):
+        cells.append(line[pos:pos + len(group)].strip())
+        pos += len(group) + 2
+    if line[pos - 2:].strip():
+        cells.append(line[pos - 2:].strip())  # text past the last column
+    return cells
+
+
+def read_table(body, header):
+    """The rows of the table under `header` in body's lines, or None."""
+    for i, line in enumerate(body):
+        if re.split(r"  +", line.strip()) == header and i + 1 < len(body):
+            dashes = body[i + 1]
+            if not re.fullmatch(r"-+(  -+)*", dashes) or \
+                    len(dashes.split("  ")) != len(header):
+                return None
+            rows = []
+            for ln in body[i + 2:]:
+                if not ln.strip():
+                    break
+                rows.append(columns(dashes, ln))
+            return rows
+    return None
+
+
+def check_doc(text):
+    """What keeps the results block of docs/performance.md from being in
+    the format write_doc writes (the numbers are not judged)."""
+    if DOC_BEGIN not in text or DOC_END not in text:
+        return ["no %s ... %s markers" % (DOC_BEGIN, DOC_END)]
+    block = text[text.index(DOC_BEGIN) + len(DOC_BEGIN):
+                 text.index(DOC_END)].strip("\n").split("\n")
+    problems = []
+    if not DOC_FIRST.match(block[0]):
+        problems.append("the block does not start with \"Measured on DATE "
+                        "on CPU (N CPUs)\": %r" % block[0][:80])
+    if "```text" not in block or block[-1] != "```":
+        return problems + ["the tables are not in one ```text block"]
+    body = block[block.index("```text") + 1:-1]
+    rows = read_table(body, HEADER)
+    names = {r[0] for r in ROWS}
+    if not rows:
+        problems.append("no results table with the header: "
+                        + "  ".join(HEADER))
+    for r in rows or []:
+        where = "row %r" % " ".join(r)[:60]
+        if len(r) != len(HEADER) or not all(r):
+            problems.append("%s: %d cells, want %d" % (where, len(r),
+                                                       len(HEADER)))
+            continue
+        if r[0] not in names or not r[1].isdigit():
+            problems.append("%s: no such workload or thread count" % where)
+        if not RATIO.match(r[5]):
+            problems.append("%s: tg/torch %r is not MEDIAN [MIN MAX]" % (
+                where, r[5]))
+        if r[11] not in ("quiet", "contended"):
+            problems.append("%s: machine %r" % (where, r[11]))
+        if r[12] not in ("ok", "fail", "error", "skip", "-"):
+            problems.append("%s: check %r" % (where, r[12]))
+    targets = read_table(body, TARGET_HEADER)
+    if not targets:
+        problems.append("no targets table")
+    for r in targets or []:
+        if len(r) != len(TARGET_HEADER) or r[3] not in STATUSES:
+            problems.append("target %r: status not one of %s" % (
+                " ".join(r)[:60], ", ".join(sorted(STATUSES))))
+    return problems
 
 
 if __name__ == "__main__":

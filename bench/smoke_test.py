@@ -53,7 +53,8 @@ def main():
             os.mkdir(dirs[name])
             script += ["setup %s 2 small 0.0001" % name, "run",
                        "check " + dirs[name], "mem"]
-        script += ["setup no_such_workload 1 small 0.001", "run", "quit"]
+        script += ["calib 2", "setup no_such_workload 1 small 0.001", "run",
+                   "quit"]
         p = subprocess.run([args.tg_bench], input="\n".join(script) + "\n",
                            capture_output=True, text=True, env=env,
                            timeout=600)
@@ -68,13 +69,17 @@ def main():
             replies += [""] * len(script)
         for i, name in enumerate(names):
             setup, sample, check, mem = replies[4 * i:4 * i + 4]
-            if not setup.startswith("ok ") or int(setup.split()[1]) < 1:
-                failures.append("%s: setup answered %r" % (name, setup))
+            f = setup.split()
+            if len(f) != 3 or f[0] != "ok" or int(f[1]) < 1 or int(f[2]) < 0:
+                failures.append("%s: setup answered %r (want ok ITERS "
+                                "COLD_FAULTS)" % (name, setup))
             try:
-                if not float(sample) > 0:
+                wall, cpu, faults = (float(v) for v in sample.split())
+                if not (wall > 0 and cpu >= 0 and faults >= 0):
                     raise ValueError
             except ValueError:
-                failures.append("%s: run answered %r" % (name, sample))
+                failures.append("%s: run answered %r (want WALL CPU FAULTS)"
+                                % (name, sample))
             if check != "ok":
                 failures.append("%s: check answered %r" % (name, check))
             fields = dict(kv.split("=") for kv in mem.split() if "=" in kv)
@@ -93,6 +98,25 @@ def main():
                                                    v))
         if replies[-2:] != ["unsupported", "error run before setup"]:
             failures.append("unknown workload: answered %r" % replies[-2:])
+        try:
+            wall, cpu = (float(v) for v in replies[-3].split())
+            if not (wall > 0 and cpu > 0):
+                raise ValueError
+        except ValueError:
+            failures.append("calib answered %r (want WALL CPU)" % replies[-3])
+
+        # The contention rule: a calibration loop that got one core of two,
+        # or a one-thread sample descheduled half the time, is contended;
+        # a quiet one is not.
+        if run.contention(2, [(0.04, 0.04)], 0.02, {}) is None:
+            failures.append("2 threads on one core's worth of CPU time "
+                            "passed as quiet")
+        if run.contention(1, [(0.02, 0.02)], 0.02,
+                          {"tapegrad": [(0.2, 0.1, 0)]}) is None:
+            failures.append("a descheduled sample passed as quiet")
+        if run.contention(1, [(0.02, 0.0199)], 0.02,
+                          {"tapegrad": [(0.1, 0.1, 0)]}) is not None:
+            failures.append("a quiet machine was called contended")
 
         # The verifier must reject a wrong result: one element of dx off
         # by 1e-2 (the tolerance is 1e-4).

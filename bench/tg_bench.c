@@ -7,12 +7,20 @@
  * bench/torch_bench.py, so that bench/run.py can alternate the contenders
  * sample by sample (docs/performance.md explains the method):
  *
- *   setup WORKLOAD THREADS SIZE MIN_SECONDS -> "ok ITERS" | "unsupported"
- *       builds the inputs (SIZE "full": the sizes of the issue; "small": a
- *       few elements, for the smoke test), sets the thread count and
- *       chooses how many iterations make one sample last MIN_SECONDS.
- *   run                 -> seconds per unit (one op for tape_op_*, one
- *                          workload iteration otherwise), over ITERS
+ *   setup WORKLOAD THREADS SIZE MIN_SECONDS -> "ok ITERS COLD_FAULTS"
+ *       | "unsupported": builds the inputs (SIZE "full": the benchmark's
+ *       sizes; "small": a few elements, for the smoke test), sets the
+ *       thread count, runs one iteration alone (COLD_FAULTS: the minor
+ *       page faults it took, first touch included) and chooses how many
+ *       iterations make one sample last MIN_SECONDS (the warm-up).
+ *   run                 -> "WALL CPU FAULTS": wall and process CPU seconds
+ *                          per unit (one op for tape_op_*, one workload
+ *                          iteration otherwise), and minor page faults per
+ *                          iteration, over ITERS
+ *   calib THREADS       -> "WALL CPU": a fixed integer loop run by THREADS
+ *                          threads at once (the same work on each), its
+ *                          wall and CPU seconds: when the threads do not
+ *                          each get a core, CPU / wall falls below THREADS
  *   check DIR           -> "ok": writes the inputs and results of one fresh
  *                          iteration as DIR/NAME.npy for the verifier
  *   mem                 -> "saved=B peak=B": bytes the graph keeps for
@@ -31,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #ifdef _OPENMP
@@ -69,6 +78,20 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static long minor_faults(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return r.ru_minflt;
 }
 
 static int64_t nbytes(const tg_tensor *t)
@@ -112,6 +135,9 @@ static void teardown(bench *b)
     tg_module_free(b->mlp);
     free(b->src);
     free(b->dst);
+    /* No workload inherits the blocks the previous one freed: each pays
+     * its own first touch, in its own warm-up. */
+    tg_empty_cache();
     int threads = b->threads;
     memset(b, 0, sizeof *b);
     b->threads = threads;
@@ -460,14 +486,25 @@ static const workload workloads[] = {
 };
 enum { NWORKLOADS = sizeof workloads / sizeof *workloads };
 
-/* Seconds for n iterations, or -1 when one fails. */
-static double time_iters(bench *b, long n)
+/* One sample: wall and CPU seconds and minor page faults of n
+ * iterations; wall is -1 when one fails. */
+typedef struct sample {
+    double wall, cpu;
+    long faults;
+} sample;
+
+static sample time_iters(bench *b, long n)
 {
-    double t0 = now();
+    sample s = {-1, -1, 0};
+    long f0 = minor_faults();
+    double c0 = cpu_now(), t0 = now();
     for (long i = 0; i < n; i++)
         if (b->w->iter(b) != 0)
-            return -1;
-    return now() - t0;
+            return s;
+    s.wall = now() - t0;
+    s.cpu = cpu_now() - c0;
+    s.faults = minor_faults() - f0;
+    return s;
 }
 
 static void cmd_setup(bench *b, const char *name, int threads,
@@ -493,10 +530,11 @@ static void cmd_setup(bench *b, const char *name, int threads,
     /* Warm up, then double the count until a sample is long enough to
      * time reliably, and scale it to min_seconds. */
     long n = 1;
-    double t = time_iters(b, 1);
+    sample cold = time_iters(b, 1);
+    double t = cold.wall;
     while (t >= 0 && t < min_seconds / 8 && n < (1L << 30)) {
         n *= 2;
-        t = time_iters(b, n);
+        t = time_iters(b, n).wall;
     }
     if (t < 0) {
         printf("error %s failed: %s\n", name, tg_last_error());
@@ -506,7 +544,7 @@ static void cmd_setup(bench *b, const char *name, int threads,
     b->iters = t > 0 ? (long)ceil((double)n * min_seconds / t) : n;
     if (b->iters < 1)
         b->iters = 1;
-    printf("ok %ld\n", b->iters);
+    printf("ok %ld %ld\n", b->iters, cold.faults);
 }
 
 static void cmd_run(bench *b)
@@ -515,11 +553,42 @@ static void cmd_run(bench *b)
         printf("error run before setup\n");
         return;
     }
-    double t = time_iters(b, b->iters);
-    if (t < 0)
+    sample s = time_iters(b, b->iters);
+    double units = (double)b->iters * b->w->units;
+    if (s.wall < 0)
         printf("error %s failed: %s\n", b->w->name, tg_last_error());
     else
-        printf("%.9g\n", t / ((double)b->iters * b->w->units));
+        printf("%.9g %.9g %.9g\n", s.wall / units, s.cpu / units,
+               (double)s.faults / (double)b->iters);
+}
+
+/* The calibration loop: the same fixed integer work (no memory traffic,
+ * so no other program's cache or bandwidth use changes it) on each of
+ * `threads` threads at once. On a machine where each thread has a core of
+ * its own, wall time equals one thread's CPU time and CPU / wall equals
+ * the thread count; a descheduled thread shows as CPU / wall below it. */
+static void cmd_calib(int threads)
+{
+    if (threads < 1)
+        threads = 1;
+    uint64_t acc = 0;
+    double c0 = cpu_now(), t0 = now();
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : acc)
+#endif
+    {
+        uint64_t x = 88172645463325252u;
+        for (long i = 0; i < 20000000; i++) { // ~20-40 ms of xorshift
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        acc += x & 1;
+    }
+    double wall = now() - t0, cpu = cpu_now() - c0;
+    volatile uint64_t sink = acc; // the loop's result is used
+    (void)sink;
+    printf("%.9g %.9g\n", wall, cpu);
 }
 
 static void cmd_mem(bench *b)
@@ -552,6 +621,8 @@ int main(void)
             cmd_setup(&b, a1, threads, a3, min_seconds);
         else if (strcmp(cmd, "run") == 0)
             cmd_run(&b);
+        else if (strcmp(cmd, "calib") == 0 && n >= 2)
+            cmd_calib(atoi(a1));
         else if (strcmp(cmd, "check") == 0 && n >= 2)
             printf(b.w && b.w->check(&b, a1) == 0 ? "ok\n"
                                                   : "error check failed\n");

@@ -23,6 +23,7 @@ This file is a benchmark, not part of the library.
 """
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -432,11 +433,18 @@ def verify(workload, d):
 
 # ------------------------------------------------------------- protocol
 
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def time_iters(w, n):
-    t0 = time.perf_counter()
+    """(wall seconds, CPU seconds of the process, minor page faults) of n
+    iterations."""
+    f0, c0, t0 = faults(), time.process_time(), time.perf_counter()
     for _ in range(n):
         w.iter()
-    return time.perf_counter() - t0
+    t, c = time.perf_counter() - t0, time.process_time() - c0
+    return t, c, faults() - f0
 
 
 def serve(backend):
@@ -462,14 +470,17 @@ def serve(backend):
                     w = None
                     reply = "unsupported"
                 else:
-                    n, t = 1, time_iters(w, 1)
+                    # the first iteration alone: what a cold start faults
+                    n, (t, _, cold) = 1, time_iters(w, 1)
                     while t < min_s / 8 and n < 1 << 30:
                         n *= 2
-                        t = time_iters(w, n)
+                        t = time_iters(w, n)[0]
                     iters = max(1, int(np.ceil(n * min_s / t))) if t > 0 else n
-                    reply = "ok %d" % iters
+                    reply = "ok %d %d" % (iters, cold)
             elif cmd == "run":
-                reply = "%.9g" % (time_iters(w, iters) / (iters * w.units))
+                t, c, f = time_iters(w, iters)
+                u = iters * w.units
+                reply = "%.9g %.9g %.9g" % (t / u, c / u, f / iters)
             elif cmd == "mem":
                 saved, peak = w.mem() if w else (-1, -1)
                 reply = "saved=%d peak=%d" % (saved, peak)

@@ -60,16 +60,27 @@ void *tg_aligned_alloc(size_t alignment, size_t size)
     return injected_failure() ? NULL : aligned_alloc(alignment, size);
 }
 
-/* ------------------------------------------------- large-block cache */
+/* ------------------------------------------------------- block cache */
 
-/* Freed blocks of CACHE_MIN bytes or more are kept (CACHE_SLOTS of them,
- * CACHE_MAX_TOTAL bytes at most) and handed out again for a request of
- * exactly their size. Without it glibc gives a freed multi-megabyte block
- * back to the kernel and the next one of the same size faults in and
+/* Freed blocks of 64 KiB or more are kept and handed out again for a
+ * request of exactly their size, in two bounded pools:
+ *
+ *   large: 1 MiB and more, 8 blocks, 256 MiB at most;
+ *   mid:   64 KiB to 1 MiB, 64 blocks, 16 MiB at most.
+ *
+ * Without them glibc gives a freed multi-megabyte block back to the
+ * kernel (it was mmap'ed) and the next one of the same size faults in and
  * zeroes every page again: a training loop or a benchmark repeating one
  * shape paid that on every step (LayerNorm on (4096, 768): twice the
- * kernel's own time). Sanitizer builds keep no blocks, so a use after free
- * is still caught. */
+ * kernel's own time). Mid-size blocks fault too: from 128 KiB glibc mmaps
+ * them, and below that it trims the heap's free top back to the kernel
+ * once it passes 128 KiB, so LayerNorm on (64, 768) or the medium MLP
+ * step (batch 256, width 128) took page faults on every step. Smaller
+ * blocks glibc keeps by itself. Sanitizer builds keep no blocks, so a use
+ * after free is still caught. */
+#define MID_MIN ((size_t)64 << 10)
+#define MID_SLOTS 64
+#define MID_MAX_TOTAL ((size_t)16 << 20)
 #define CACHE_MIN ((size_t)1 << 20)
 #define CACHE_SLOTS 8
 #define CACHE_MAX_TOTAL ((size_t)256 << 20)
@@ -102,13 +113,32 @@ static bool cache_on(void)
     return v;
 }
 
-static struct {
+typedef struct cached_block {
     void *block;
     size_t size;
-    uint64_t age; // cache_clock when kept: the smallest is the oldest
-} cache[CACHE_SLOTS];
-static uint64_t cache_clock;
-static size_t cache_total; // bytes in cache[]
+    uint64_t age; // pool->clock when kept: the smallest is the oldest
+} cached_block;
+
+typedef struct block_pool {
+    cached_block *slots; // (nslots,)
+    int nslots;
+    size_t max_total;
+    size_t total; // bytes kept
+    uint64_t clock;
+} block_pool;
+
+static cached_block large_slots[CACHE_SLOTS], mid_slots[MID_SLOTS];
+static block_pool large_pool = {large_slots, CACHE_SLOTS, CACHE_MAX_TOTAL,
+                                0, 0};
+static block_pool mid_pool = {mid_slots, MID_SLOTS, MID_MAX_TOTAL, 0, 0};
+
+/* The pool a block of this size belongs to, or NULL: not kept. */
+static block_pool *pool_for(size_t size)
+{
+    if (size >= CACHE_MIN)
+        return &large_pool;
+    return size >= MID_MIN ? &mid_pool : NULL;
+}
 static atomic_flag cache_lock = ATOMIC_FLAG_INIT;
 
 static void cache_acquire(void)
@@ -127,14 +157,15 @@ void *tg_block_alloc(size_t size)
 {
     if (injected_failure())
         return NULL;
-    if (size >= CACHE_MIN && cache_on()) {
+    block_pool *pool = pool_for(size);
+    if (pool && cache_on()) {
         void *block = NULL;
         cache_acquire();
-        for (int i = 0; i < CACHE_SLOTS && !block; i++)
-            if (cache[i].block && cache[i].size == size) {
-                block = cache[i].block;
-                cache[i].block = NULL;
-                cache_total -= size;
+        for (int i = 0; i < pool->nslots && !block; i++)
+            if (pool->slots[i].block && pool->slots[i].size == size) {
+                block = pool->slots[i].block;
+                pool->slots[i].block = NULL;
+                pool->total -= size;
             }
         cache_release();
         if (block)
@@ -145,33 +176,36 @@ void *tg_block_alloc(size_t size)
 
 void tg_block_free(void *block, size_t size)
 {
-    if (block && size >= CACHE_MIN && cache_on()) {
+    block_pool *pool = pool_for(size);
+    if (block && pool && cache_on()) {
         /* The newest block stays: a loop that moved on to other shapes
          * must not find the cache full of the old ones. The oldest go
          * until the new one fits. */
-        void *evicted[CACHE_SLOTS];
+        void *evicted[MID_SLOTS > CACHE_SLOTS ? MID_SLOTS : CACHE_SLOTS];
         int nevicted = 0;
         bool kept = false;
         cache_acquire();
-        while (size <= CACHE_MAX_TOTAL) {
+        while (size <= pool->max_total) {
             int free_slot = -1, oldest = -1;
-            for (int i = 0; i < CACHE_SLOTS; i++) {
-                if (!cache[i].block)
+            for (int i = 0; i < pool->nslots; i++) {
+                cached_block *c = &pool->slots[i];
+                if (!c->block)
                     free_slot = i;
-                else if (oldest < 0 || cache[i].age < cache[oldest].age)
+                else if (oldest < 0 || c->age < pool->slots[oldest].age)
                     oldest = i;
             }
-            if (free_slot >= 0 && cache_total + size <= CACHE_MAX_TOTAL) {
-                cache[free_slot].block = block;
-                cache[free_slot].size = size;
-                cache[free_slot].age = ++cache_clock;
-                cache_total += size;
+            if (free_slot >= 0 && pool->total + size <= pool->max_total) {
+                cached_block *c = &pool->slots[free_slot];
+                c->block = block;
+                c->size = size;
+                c->age = ++pool->clock;
+                pool->total += size;
                 kept = true;
                 break;
             }
-            evicted[nevicted++] = cache[oldest].block;
-            cache_total -= cache[oldest].size;
-            cache[oldest].block = NULL;
+            evicted[nevicted++] = pool->slots[oldest].block;
+            pool->total -= pool->slots[oldest].size;
+            pool->slots[oldest].block = NULL;
         }
         cache_release();
         for (int i = 0; i < nevicted; i++)
@@ -184,14 +218,19 @@ void tg_block_free(void *block, size_t size)
 
 void tg_empty_cache(void)
 {
-    void *kept[CACHE_SLOTS];
+    enum { ALL = CACHE_SLOTS + MID_SLOTS };
+    void *kept[ALL];
+    int n = 0;
     cache_acquire(); // take the blocks out; free them outside the lock
-    for (int i = 0; i < CACHE_SLOTS; i++) {
-        kept[i] = cache[i].block;
-        cache[i].block = NULL;
+    block_pool *pools[] = {&large_pool, &mid_pool};
+    for (int p = 0; p < 2; p++) {
+        for (int i = 0; i < pools[p]->nslots; i++) {
+            kept[n++] = pools[p]->slots[i].block;
+            pools[p]->slots[i].block = NULL;
+        }
+        pools[p]->total = 0;
     }
-    cache_total = 0;
     cache_release();
-    for (int i = 0; i < CACHE_SLOTS; i++)
+    for (int i = 0; i < n; i++)
         free(kept[i]);
 }

@@ -344,12 +344,14 @@ static int class_check(const char *fn, const char *loss, const char *name,
                        tg_reduction reduction, int64_t *rows,
                        int64_t *classes)
 {
+    /* The shapes are formatted only when a message needs them: this runs
+     * on every training step. */
     char sx[TG_SHAPE_STR_MAX], sl[TG_SHAPE_STR_MAX];
+#define FORMAT_SHAPES() (tg_shape_str(x, sx), tg_shape_str(labels, sl))
     if (float_check(fn, loss, name, x) < 0)
         return -1;
-    tg_shape_str(x, sx);
-    tg_shape_str(labels, sl);
     if (x->ndim != 1 && x->ndim != 2) {
+        FORMAT_SHAPES();
         tg_error(fn,
                  "%s has shape %s\n"
                  "  rule: %s is (N, C), one row of C class scores per "
@@ -372,6 +374,7 @@ static int class_check(const char *fn, const char *loss, const char *name,
     int64_t N = x->ndim == 2 ? x->shape[0] : 1;
     int64_t C = x->shape[x->ndim - 1];
     if (x->ndim == 1 && labels->ndim != 0) {
+        FORMAT_SHAPES();
         tg_error(fn,
                  "%s of shape %s is one sample, but labels have shape %s\n"
                  "  rule: %s of shape (C,) takes a 0-d label\n"
@@ -381,6 +384,7 @@ static int class_check(const char *fn, const char *loss, const char *name,
         return -1;
     }
     if (x->ndim == 2 && (labels->ndim != 1 || labels->shape[0] != N)) {
+        FORMAT_SHAPES();
         if (labels->ndim == 1)
             tg_error(fn,
                      "%s of shape %s has %lld rows but labels of shape %s "
@@ -407,6 +411,7 @@ static int class_check(const char *fn, const char *loss, const char *name,
         if (y >= 0 && y < C)
             continue;
         char where[48];
+        FORMAT_SHAPES();
         if (x->ndim == 2)
             snprintf(where, sizeof where, "labels[%lld]", (long long)i);
         else
@@ -427,6 +432,7 @@ static int class_check(const char *fn, const char *loss, const char *name,
     *rows = N;
     *classes = C;
     return 0;
+#undef FORMAT_SHAPES
 }
 
 /* Saved: 0 labels. Inputs: 0 logp (the labels are no input: they have no

@@ -219,7 +219,7 @@ static int virtual_backward(tg_node *node, const tg_tensor *g,
         goto done;
     rc = 0;
 done:
-    if (rc != 0 && xv && dy)
+    if (rc != 0) // every way here is a failed allocation
         tg_error("tg_batch_norm_virtual_ranks",
                  "out of memory in the backward");
     free(xv);
@@ -313,8 +313,8 @@ static tg_tensor *virtual_training(const tg_tensor *x, int W,
         }
     }
 done:
-    if (!out && xv && (!weight || wv) && (!bias || bv) &&
-        (!stats || !m2 || !mean_t || !invstd_t))
+    if (!out && (!xv || (weight && !wv) || (bias && !bv) || !stats || !m2 ||
+                 !mean_t || !invstd_t))
         tg_error("tg_batch_norm_virtual_ranks",
                  "out of memory for the statistics of %d shards", W);
     free(xv);

@@ -15,9 +15,9 @@ set title "Cross-entropy loss: data-parallel BatchNorm, local or synchronised, L
 set xlabel 'epoch'
 set ylabel 'loss'
 set grid xtics ytics lc rgb '#dddddd'
-set key at screen 0.5, 0.05 center bottom horizontal maxrows 2 width 1 samplen 3
+set key at screen 0.5, 0.05 center bottom horizontal maxrows 4 width 1 samplen 3
 set label 1 "train: global loss over the epoch's batches, in training mode;  validation: after the epoch, in eval mode (running statistics)" at screen 0.5, 0.02 center font ',9'
-set bmargin 8
+set bmargin 11
 
 # one variant's values of column c (the rows of the others are skipped)
 of(v, c) = strcol(1) eq v ? column(c) : NaN

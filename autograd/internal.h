@@ -100,4 +100,14 @@ int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
 int tg_batch_norm_options_check(const char *fn,
                                 const tg_batch_norm_options *o);
 
+/* Every check of tg_batch_norm_ex on its arguments (x (N, C, ...) float,
+ * the (C,) vectors, the options, n > 1 in training), reported under fn,
+ * for ops that normalise as BatchNorm does (sync_batch_norm_math.c).
+ * Returns 0, or -1 (with an error unless x was NULL). */
+int tg_batch_norm_args_check(const char *fn, const tg_tensor *x,
+                             const tg_tensor *running_mean,
+                             const tg_tensor *running_var,
+                             const tg_tensor *weight, const tg_tensor *bias,
+                             const tg_batch_norm_options *opts);
+
 #endif

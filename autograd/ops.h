@@ -429,6 +429,30 @@ tg_tensor *tg_gather(const tg_tensor *x, int dim, const tg_tensor *idx);
  * reference; idx borrowed. */
 tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);
 
+/* ------------------------------------------- BatchNorm over virtual ranks */
+
+/* SyncBatchNorm's arithmetic in one process, without MPI: in training, x's
+ * rows are split into world_size shards as tg_dist_shard_range splits them
+ * (numpy.array_split: the first N % world_size one row longer; a shard may
+ * be empty), each shard's count, mean and M2 per channel are combined in
+ * shard order with Chan's formula, and the backward adds the shards'
+ * [sum(dy), sum(dy * (x - mean))], exactly what tg_sync_batch_norm does on
+ * world_size processes (the same functions compute it,
+ * autograd/ops/sync_batch_norm_math.c). The result equals tg_batch_norm_ex
+ * on the whole batch up to rounding, running statistics included: a way
+ * to study data-parallel BatchNorm on a machine without MPI
+ * (docs/distributed.md). In eval (opts->training false) it is
+ * tg_batch_norm_ex with the running statistics. opts as tg_batch_norm_ex
+ * (NULL: tg_batch_norm_defaults()); correction must be 0. Records
+ * SyncBatchNormBackward. New reference; arguments borrowed (running_mean
+ * and running_var are updated in place). */
+tg_tensor *tg_batch_norm_virtual_ranks(const tg_tensor *x, int world_size,
+                                       tg_tensor *running_mean,
+                                       tg_tensor *running_var,
+                                       const tg_tensor *weight,
+                                       const tg_tensor *bias,
+                                       const tg_batch_norm_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

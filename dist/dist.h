@@ -138,6 +138,34 @@ tg_tensor *tg_sync_batch_norm(tg_process_group *pg, const tg_tensor *x,
                               const tg_tensor *weight, const tg_tensor *bias,
                               bool training, double momentum, double eps);
 
+/* ------------------------------------------------ SyncBatchNorm, the layer */
+
+/* nn.SyncBatchNorm(num_features, process_group=pg): BatchNorm over the
+ * batch the ranks of pg hold together, for inputs (N, C, ...) of any
+ * number of dims >= 2. The same parameters and buffers as
+ * tg_batch_norm1d_new ("weight", "bias", "running_mean", "running_var",
+ * "num_batches_tracked") and the same settings (config NULL: the defaults;
+ * correction must be 0). In training every rank calls its forward and
+ * backward (tg_sync_batch_norm); in eval it uses the running statistics
+ * and does not communicate, so ranks may evaluate different amounts of
+ * data. Prints as PyTorch's: SyncBatchNorm(3, eps=1e-05, momentum=0.1,
+ * affine=True, track_running_stats=True). pg is borrowed and must outlive
+ * the module. The caller frees the module with tg_module_free() (unless a
+ * parent takes it); config borrowed. */
+tg_module *tg_sync_batch_norm_new(tg_process_group *pg, int64_t num_features,
+                                  const tg_batch_norm_config *config);
+/* nn.SyncBatchNorm.convert_sync_batchnorm(module, pg): replaces every
+ * BatchNorm1d and BatchNorm2d in the tree *m by a SyncBatchNorm over pg
+ * that takes over its parameter and buffer tensors (the same tensors, so
+ * an optimiser made before keeps working), its settings and its
+ * train/eval mode. When *m is itself a BatchNorm, it is freed and *m
+ * becomes the new layer; *m must then be the caller's own (no parent).
+ * Returns the number of layers replaced, or -1 (a BatchNorm with
+ * correction 1 cannot be converted; layers before it may have been).
+ * m borrowed (*m may be replaced, as above); pg borrowed, must outlive the
+ * modules. */
+int tg_sync_batch_norm_convert(tg_module **m, tg_process_group *pg);
+
 #ifdef __cplusplus
 }
 #endif

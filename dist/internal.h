@@ -41,13 +41,6 @@ int tg_dist_sum_in_place(const tg_process_group *pg, const char *fn,
 
 MPI_Datatype tg_dist_mpi_type(tg_dtype dtype);
 
-/* Chan's parallel combine (sync_batch_norm.c): stats is (W, 3, C), rank
- * r's [count (C), mean (C), M2 (C)]; writes the combined count, mean and
- * M2 of each channel into n, mean and m2 (C each), ranks taken in order,
- * those with count 0 skipped. */
-void tg_dist_chan_combine(const double *stats, int world, int64_t channels,
-                          double *n, double *mean, double *m2);
-
 /* Reports an MPI error code under fn: "<call> failed: <MPI's text>". */
 void tg_dist_mpi_error(const char *fn, const char *call, int rc);
 

@@ -34,37 +34,20 @@
  * tg_dist_all_reduce_grads adds them up like every other parameter's.
  *
  * A rank with no rows joins both collectives with zero counts and sums.
+ *
+ * The arithmetic (a shard's statistics, the combine, the two sums, dx) is
+ * autograd/ops/sync_batch_norm_math.c's, shared with
+ * tg_batch_norm_virtual_ranks: this file only moves its numbers between
+ * the ranks.
  */
 #include "internal.h"
 
 #include "../tensor/internal.h"
+#include "../autograd/ops/sync_batch_norm_math.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------- the combine */
-
-void tg_dist_chan_combine(const double *stats, int world, int64_t channels,
-                          double *n, double *mean, double *m2)
-{
-    for (int64_t c = 0; c < channels; c++) {
-        double na = 0, ma = 0, qa = 0;
-        for (int r = 0; r < world; r++) {
-            const double *s = stats + (int64_t)r * 3 * channels;
-            double nb = s[c], mb = s[channels + c], qb = s[2 * channels + c];
-            if (nb == 0)
-                continue; // an empty rank adds nothing
-            double tot = na + nb, delta = mb - ma;
-            ma += delta * nb / tot;
-            qa += qb + delta * delta * na * nb / tot;
-            na = tot;
-        }
-        n[c] = na;
-        mean[c] = ma;
-        m2[c] = qa;
-    }
-}
 
 /* -------------------------------------------------------------- the op */
 
@@ -124,22 +107,7 @@ static tg_tensor *sync_forward(tg_ctx *ctx, const tg_tensor *const *in,
         return NULL;
     }
     // this rank's count, mean and M2 per channel (two passes)
-    double *st = tg_data_f64(mine);
-    for (int64_t c = 0; c < C; c++) {
-        double sum = 0, q = 0, cnt = (double)(N * S);
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t s = 0; s < S; s++)
-                sum += xv[(i * C + c) * S + s];
-        double m = cnt > 0 ? sum / cnt : 0;
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t s = 0; s < S; s++) {
-                double d = xv[(i * C + c) * S + s] - m;
-                q += d * d;
-            }
-        st[c] = cnt;
-        st[C + c] = m;
-        st[2 * C + c] = q;
-    }
+    tg_sync_bn_shard_stats(xv, N, C, S, tg_data_f64(mine));
     tg_tensor *all = tg_all_gather(a->pg, mine); // (W, 3, C)
     tg_release(mine);
     tg_tensor *mean_t = tg_zeros(TG_SHAPE(C), TG_FLOAT64);
@@ -150,8 +118,8 @@ static tg_tensor *sync_forward(tg_ctx *ctx, const tg_tensor *const *in,
     if (!all || !mean_t || !invstd_t || !n || !m2)
         goto done;
     double *mean = tg_data_f64(mean_t), *invstd = tg_data_f64(invstd_t);
-    tg_dist_chan_combine(tg_data_f64(all), tg_process_group_size(a->pg), C, n,
-                         mean, m2);
+    tg_sync_bn_combine(tg_data_f64(all), tg_process_group_size(a->pg), C, n,
+                       mean, m2);
     if (C > 0 && n[0] <= 1) {
         tg_error(fn,
                  "the ranks hold %.0f value(s) per channel in all, fewer "
@@ -167,13 +135,7 @@ static tg_tensor *sync_forward(tg_ctx *ctx, const tg_tensor *const *in,
         invstd[c] = 1.0 / sqrt(m2[c] / n[c] + a->eps);
     // y = (x - mean) * invstd * w + b, in double, rounded once
     double *wv = w ? doubles_of(w) : NULL, *bv = b ? doubles_of(b) : NULL;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t s = 0; s < S; s++) {
-                double *p = &xv[(i * C + c) * S + s];
-                double v = (*p - mean[c]) * invstd[c];
-                *p = v * (wv ? wv[c] : 1.0) + (bv ? bv[c] : 0.0);
-            }
+    tg_sync_bn_normalise(xv, mean, invstd, wv, bv, N, C, S, xv);
     free(wv);
     free(bv);
     y = tensor_of(xv, x->shape, x->ndim, x->dtype);
@@ -239,13 +201,7 @@ static int sync_backward(tg_ctx *ctx, const tg_tensor *grad_out,
     if (!xv || !dy || (sv->affine && !wv) || !local)
         goto done;
     double *s = tg_data_f64(local); // [s1 (C), s2 (C)] of this rank's rows
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t k = 0; k < S; k++) {
-                int64_t at = (i * C + c) * S + k;
-                s[c] += dy[at];
-                s[C + c] += dy[at] * (xv[at] - mean[c]);
-            }
+    tg_sync_bn_shard_sums(dy, xv, mean, N, C, S, s);
     total = tg_all_reduce(sv->pg, local, TG_REDUCE_SUM); // every rank joins
     if (!total)
         goto done;
@@ -255,15 +211,7 @@ static int sync_backward(tg_ctx *ctx, const tg_tensor *grad_out,
         double *dx = tg_malloc((size_t)(x->numel + 1) * sizeof *dx);
         if (!dx)
             goto done;
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t c = 0; c < C; c++)
-                for (int64_t k = 0; k < S; k++) {
-                    int64_t at = (i * C + c) * S + k;
-                    double w = wv ? wv[c] : 1.0, r = invstd[c];
-                    dx[at] = w * r / n *
-                             (n * dy[at] - g[c] -
-                              (xv[at] - mean[c]) * r * r * g[C + c]);
-                }
+        tg_sync_bn_dx(dy, xv, mean, invstd, wv, g, n, N, C, S, dx);
         grad_in[0] = tensor_of(dx, x->shape, x->ndim, x->dtype);
         free(dx);
         if (!grad_in[0])

@@ -713,3 +713,45 @@ const char *tg_py_float(double v, char buf[32])
     snprintf(buf, 32, "%.*f", decimals > 1 ? decimals : 1, v);
     return buf;
 }
+
+/* ------------------------------------------------------ replacing a child */
+
+tg_module *tg_module_replace_child_at(tg_module *m, int index,
+                                      tg_module *child)
+{
+    static const char *fn = "tg_module_replace_child_at";
+    if (!m || !child) {
+        tg_module_drop(child);
+        return NULL;
+    }
+    slot *s = NULL;
+    int n = 0;
+    for (int i = 0; i < m->nslots && !s; i++)
+        if (m->slots[i].kind == SLOT_CHILD && n++ == index)
+            s = &m->slots[i];
+    if (!s) {
+        tg_error(fn,
+                 "child %d of a %s with %d child%s\n"
+                 "  rule: index is in [0, tg_module_num_children(m))\n"
+                 "  hint: tg_module_num_children(m) gives the count",
+                 index, m->type->name, n, n == 1 ? "" : "ren");
+        tg_module_drop(child);
+        return NULL;
+    }
+    if (child->has_parent || contains(child, m)) {
+        tg_error(fn,
+                 "the new %s %s\n"
+                 "  rule: a module has at most one parent, which frees it, "
+                 "and cannot contain itself\n"
+                 "  hint: pass a module that belongs to no other module",
+                 child->type->name,
+                 child->has_parent ? "is already a child of another module"
+                                   : "contains the module it would go into");
+        return NULL; // it stays with its owner
+    }
+    tg_module *old = s->child;
+    old->has_parent = false; // the caller's now
+    s->child = child;
+    child->has_parent = true;
+    return old;
+}

@@ -501,6 +501,31 @@ int tg_words_dataset(const tg_words *w, int64_t begin, int64_t end,
 int tg_words_split(const tg_words *w, int block_size, uint64_t seed,
                    tg_dataset *train, tg_dataset *dev, tg_dataset *test);
 
+/* --------------------------------------- rewriting a tree of modules */
+/* What convert functions (tg_sync_batch_norm_convert in dist/) need to
+ * swap one kind of layer for another in a model that is already built. */
+
+/* Puts child in place of m's i-th child (registration order), under the
+ * same name, and gives the old child back: the caller frees it with
+ * tg_module_free() (its tensors stay alive while anything else holds
+ * them). Takes ownership of child, which m frees from now on;
+ * on failure (i out of range: child is freed; child already has a parent
+ * or contains m: it stays with its owner) returns NULL with an error. A
+ * NULL m or child returns NULL silently. m borrowed. */
+tg_module *tg_module_replace_child_at(tg_module *m, int i, tg_module *child);
+
+/* A BatchNorm1d or BatchNorm2d module's settings. */
+typedef struct tg_batch_norm_module_desc {
+    int64_t num_features;
+    int spatial; // 1: BatchNorm1d, 2: BatchNorm2d
+    tg_batch_norm_config config;
+} tg_batch_norm_module_desc;
+/* True when m was made by tg_batch_norm1d_new or tg_batch_norm2d_new; then
+ * *out (when not NULL) receives its settings. False for any other module
+ * and for NULL. Arguments borrowed. */
+bool tg_batch_norm_module_info(const tg_module *m,
+                               tg_batch_norm_module_desc *out);
+
 #ifdef __cplusplus
 }
 #endif

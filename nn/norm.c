@@ -302,3 +302,18 @@ tg_module *tg_batch_norm2d_new(int64_t num_features,
     return batch_norm_new("tg_batch_norm2d_new", &batch_norm2d_type, 2,
                           num_features, config);
 }
+
+/* ------------------------------------------ BatchNorm seen from outside */
+
+bool tg_batch_norm_module_info(const tg_module *m,
+                               tg_batch_norm_module_desc *out)
+{
+    if (!m || (tg_module_get_type(m) != &batch_norm1d_type &&
+               tg_module_get_type(m) != &batch_norm2d_type))
+        return false;
+    const batch_norm_data *d = tg_module_data_const(m);
+    if (out)
+        *out = (tg_batch_norm_module_desc){d->num_features, d->spatial,
+                                           d->config};
+    return true;
+}

@@ -1084,3 +1084,16 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
     tg_release(bnmeani);
     return out;
 }
+
+/* ------------------------------------------- the checks, for other ops */
+
+int tg_batch_norm_args_check(const char *fn, const tg_tensor *x,
+                             const tg_tensor *running_mean,
+                             const tg_tensor *running_var,
+                             const tg_tensor *weight, const tg_tensor *bias,
+                             const tg_batch_norm_options *opts)
+{
+    bn_layout l;
+    return batch_norm_check(fn, x, running_mean, running_var, weight, bias,
+                            opts, &l);
+}

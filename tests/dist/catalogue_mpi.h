@@ -1,8 +1,9 @@
 /*
- * tests/dist/catalogue_mpi.h - catalogue.h's row macros for the rows of
- * dist/dist.h (tests/errors/catalogue_dist.c), which run on real MPI
- * processes through the plain harness of mpi_test.h instead of Criterion
- * (whose forked tests MPI_Init does not survive). Same syntax, so
+ * tests/dist/catalogue_mpi.h - ERROR_CASE for the rows of dist/dist.h
+ * (tests/errors/catalogue_dist.c), which run on real MPI processes
+ * through the plain harness of mpi_test.h instead of Criterion (whose
+ * forked tests MPI_Init does not survive). The other row macros are
+ * tests/errors/catalogue_rows.h's, shared with catalogue.h, so
  * scripts/gen_error_catalogue.py reads these rows like the others.
  *
  * Each row runs on every rank. Rows about ranks that disagree make their
@@ -16,6 +17,7 @@
 #include <mpi.h> // before tapegrad.h: declares tg_process_group_new
 
 #include "mpi_test.h"
+#include "../errors/catalogue_rows.h" // the macros but ERROR_CASE
 
 #include <string.h>
 
@@ -31,27 +33,6 @@ void catalogue_register(const char *name, void (*run)(void));
     }                                                                       \
     static void fn##_##name##_case(void)
 
-#define EXPECT_ERROR(failed, first_line)                                    \
-    catalogue_expect_error((failed), #failed, (first_line), __FILE__,       \
-                           __LINE__)
-#define EXPECT_SILENT(failed)                                               \
-    catalogue_expect_silent((failed), #failed, __FILE__, __LINE__)
-
-#define NEVER_FAILS(fn, reason)                                             \
-    __attribute__((unused)) static void (*const fn##_never_fails)(void) =  \
-        (void (*)(void))fn
-#define ERROR_NOT_TRIGGERED(fn, first_line, reason)                         \
-    CATALOGUE_NOT_TRIGGERED_(fn, __LINE__)
-#define CATALOGUE_NOT_TRIGGERED_(fn, line) CATALOGUE_NOT_TRIGGERED__(fn, line)
-#define CATALOGUE_NOT_TRIGGERED__(fn, line)                                 \
-    __attribute__((unused)) static void (*const fn##_not_triggered_##line)( \
-        void) = (void (*)(void))fn
-
 void catalogue_expect_from_rank(int rank);
-void catalogue_expect_error(bool failed, const char *failed_text,
-                            const char *first_line, const char *file,
-                            int line);
-void catalogue_expect_silent(bool failed, const char *failed_text,
-                             const char *file, int line);
 
 #endif

@@ -377,3 +377,60 @@ ERROR_CASE(tg_sync_batch_norm, null_tensor,
     EXPECT_SILENT(tg_sync_batch_norm(mt_pg, NULL, NULL, NULL, NULL, NULL,
                                      true, 0.1, 1e-5) == NULL);
 }
+
+/* ------------------------------------------------ SyncBatchNorm, the layer */
+
+ERROR_CASE(tg_sync_batch_norm_new, zero_features, "num_features is 0")
+{
+    tg_module *m = tg_sync_batch_norm_new(mt_pg, 0, NULL);
+    EXPECT_ERROR(m == NULL, "tg_sync_batch_norm_new: num_features is 0");
+}
+
+ERROR_CASE(tg_sync_batch_norm_new, unbiased_correction,
+           "config->correction is 1")
+{
+    tg_batch_norm_config c = tg_batch_norm_config_default();
+    c.correction = 1;
+    tg_module *m = tg_sync_batch_norm_new(mt_pg, 3, &c);
+    EXPECT_ERROR(m == NULL, "tg_sync_batch_norm_new: correction is 1");
+}
+
+ERROR_CASE(tg_sync_batch_norm_new, bad_momentum, "momentum is outside [0, 1]")
+{
+    tg_batch_norm_config c = tg_batch_norm_config_default();
+    c.momentum = 2;
+    tg_module *m = tg_sync_batch_norm_new(mt_pg, 3, &c);
+    EXPECT_ERROR(m == NULL, "tg_sync_batch_norm_new: momentum is 2");
+}
+
+ERROR_CASE(tg_sync_batch_norm_new, null_group,
+           "pg is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_sync_batch_norm_new(NULL, 3, NULL) == NULL);
+}
+
+ERROR_CASE(tg_sync_batch_norm_convert, unbiased_correction,
+           "a BatchNorm in the tree has correction 1")
+{
+    tg_batch_norm_config c = tg_batch_norm_config_default();
+    c.correction = 1;
+    tg_module *net = TG_SEQUENTIAL(tg_batch_norm1d_new(3, &c));
+    EXPECT_ERROR(tg_sync_batch_norm_convert(&net, mt_pg) == -1,
+                 "tg_sync_batch_norm_convert: correction is 1");
+    tg_module_free(net);
+}
+
+ERROR_CASE(tg_sync_batch_norm_convert, null_module,
+           "*m is NULL (an earlier call failed)")
+{
+    tg_module *none = NULL;
+    EXPECT_SILENT(tg_sync_batch_norm_convert(&none, mt_pg) == -1);
+}
+
+ERROR_CASE(tg_sync_batch_norm_convert, null_group,
+           "pg is NULL (an earlier call failed)")
+{
+    tg_module *m = tg_tanh_new();
+    EXPECT_SILENT(tg_sync_batch_norm_convert(&m, NULL) == -1);
+    tg_module_free(m);
+}

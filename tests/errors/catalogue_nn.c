@@ -2307,3 +2307,56 @@ ERROR_CASE(tg_words_split, null_list, "w is NULL (tg_words_load failed)")
     tg_dataset a, b, c;
     EXPECT_SILENT(tg_words_split(NULL, 3, 42, &a, &b, &c) == -1);
 }
+
+/* --------------------------------------- rewriting a tree of modules */
+
+ERROR_CASE(tg_module_replace_child_at, out_of_range,
+           "i is not the index of one of m's children")
+{
+    tg_module *seq = TG_SEQUENTIAL(tg_tanh_new());
+    tg_module *old = tg_module_replace_child_at(seq, 1, tg_relu_new());
+    EXPECT_ERROR(old == NULL,
+                 "tg_module_replace_child_at: child 1 of a Sequential with 1 child");
+    cr_assert(tg_module_num_children(seq) == 1);
+    tg_module_free(seq);
+}
+
+ERROR_CASE(tg_module_replace_child_at, already_has_parent,
+           "the new child already belongs to another module")
+{
+    tg_module *a = TG_SEQUENTIAL(tg_tanh_new());
+    tg_module *b = TG_SEQUENTIAL(tg_relu_new());
+    tg_module *old = tg_module_replace_child_at(a, 0, tg_module_child_at(b, 0));
+    EXPECT_ERROR(old == NULL,
+                 "tg_module_replace_child_at: the new ReLU is already a child of another module");
+    tg_module_free(b);
+    tg_module_free(a);
+}
+
+ERROR_CASE(tg_module_replace_child_at, cycle,
+           "the new child contains m")
+{
+    tg_module *inner = TG_SEQUENTIAL(tg_tanh_new());
+    tg_module *outer = TG_SEQUENTIAL(inner);
+    tg_module *old = tg_module_replace_child_at(inner, 0, outer);
+    EXPECT_ERROR(old == NULL,
+                 "tg_module_replace_child_at: the new Sequential contains the module it would go into");
+    tg_module_free(outer);
+}
+
+ERROR_CASE(tg_module_replace_child_at, null_module,
+           "m is NULL (an earlier call failed); child is freed")
+{
+    EXPECT_SILENT(tg_module_replace_child_at(NULL, 0, tg_tanh_new()) == NULL);
+}
+
+ERROR_CASE(tg_module_replace_child_at, null_child,
+           "child is NULL (an earlier call failed)")
+{
+    tg_module *seq = TG_SEQUENTIAL(tg_tanh_new());
+    EXPECT_SILENT(tg_module_replace_child_at(seq, 0, NULL) == NULL);
+    tg_module_free(seq);
+}
+
+NEVER_FAILS(tg_batch_norm_module_info,
+            "answers false for any module that is not a BatchNorm, and for NULL");

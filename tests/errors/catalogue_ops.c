@@ -2911,3 +2911,84 @@ ERROR_CASE(tg_one_hot, null_tensor, "idx is NULL (an earlier call failed)")
 {
     EXPECT_SILENT(tg_one_hot(NULL, 3) == NULL);
 }
+
+/* ------------------------------------------- BatchNorm over virtual ranks */
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, no_ranks, "world_size is below 1")
+{
+    tg_tensor *x = F32(4, 3);
+    tg_tensor *y =
+        tg_batch_norm_virtual_ranks(x, 0, NULL, NULL, NULL, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_batch_norm_virtual_ranks: world_size is 0");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, unbiased_correction,
+           "opts->correction is 1 (makemore part 4's unbiased variance)")
+{
+    tg_tensor *x = F32(4, 3);
+    tg_batch_norm_options o = tg_batch_norm_defaults();
+    o.correction = 1;
+    tg_tensor *y = tg_batch_norm_virtual_ranks(x, 2, NULL, NULL, NULL, NULL,
+                                               &o);
+    EXPECT_ERROR(y == NULL,
+                 "tg_batch_norm_virtual_ranks: correction is 1");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, one_value_per_channel,
+           "training with one value per channel over all the shards")
+{
+    tg_tensor *x = F32(1, 3);
+    tg_tensor *y =
+        tg_batch_norm_virtual_ranks(x, 2, NULL, NULL, NULL, NULL, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_batch_norm_virtual_ranks: expected more than 1 value per channel when training, got input of shape (1, 3)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, channel_param_shape,
+           "weight, bias or a running statistic is not (C,) (the checks of tg_batch_norm)")
+{
+    tg_tensor *x = F32(4, 3), *w = F32(2), *b = F32(2);
+    tg_tensor *y = tg_batch_norm_virtual_ranks(x, 2, NULL, NULL, w, b, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_batch_norm_virtual_ranks: weight of shape (2,) does not match the 3 channels of the input of shape (4, 3)");
+    tg_release(b);
+    tg_release(w);
+    tg_release(x);
+}
+
+static tg_tensor *virtual_ranks_of(const tg_tensor *x)
+{
+    return tg_batch_norm_virtual_ranks(x, 3, NULL, NULL, NULL, NULL, NULL);
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, out_of_memory_for_statistics,
+           "memory runs out for the shards' statistics")
+{
+    cr_assert(oom_sweep_reaches(virtual_ranks_of, false,
+                                "tg_batch_norm_virtual_ranks: out of memory "
+                                "for the statistics of 3 shards"),
+              "no allocation failure made the forward report it");
+    EXPECT_ERROR(true, "tg_batch_norm_virtual_ranks: out of memory for the "
+                       "statistics of 3 shards");
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, out_of_memory_in_backward,
+           "memory runs out in the backward (reported by tg_backward)")
+{
+    cr_assert(oom_sweep_reaches(virtual_ranks_of, true,
+                                "tg_batch_norm_virtual_ranks: out of memory "
+                                "in the backward"),
+              "no allocation failure made the backward report it");
+    EXPECT_ERROR(true,
+                 "tg_batch_norm_virtual_ranks: out of memory in the backward");
+}
+
+ERROR_CASE(tg_batch_norm_virtual_ranks, null_tensor,
+           "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_batch_norm_virtual_ranks(NULL, 2, NULL, NULL, NULL, NULL,
+                                              NULL) == NULL);
+}

@@ -272,7 +272,7 @@ static int group_norm_backward(tg_node *node, const tg_tensor *g,
     double *sums = tg_calloc(2 * ((size_t)l->C + 1), sizeof *sums);
     if (!dy || !xc || (w && !wc) || (need_x && !dx) || !sums) {
         if (dy && xc)
-            tg_error(c->fn, "out of memory in the backward");
+            tg_error(c->fn, "out of memory in the GroupNorm backward");
         goto done;
     }
     double *dw = sums, *db = sums + l->C + 1; // (C,) each

@@ -431,7 +431,7 @@ tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);
 
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 /* One computation over groups of channels (autograd/ops/group_norm.c,
- * docs/normalization.md section 6): x is (N, C, *) and each sample's C
+ * docs/normalization.md section 8): x is (N, C, *) and each sample's C
  * channels are split into G groups of C / G; each group of each sample is
  * normalised over its (C / G) * prod(shape[2:]) values, then weight and
  * bias act per channel. G = C is InstanceNorm, G = 1 normalises each

@@ -16,7 +16,7 @@
  *
  * InstanceNorm is the case G = C (a row is one channel of one sample),
  * with optional running statistics; LayerNorm over (C, H, W) without an
- * affine part is the case G = 1. docs/normalization.md section 6 puts the
+ * affine part is the case G = 1. docs/normalization.md section 8 puts the
  * four normalisations side by side. What this file is not: a fast kernel
  * (there is one plain kernel, which is also the reference), nor the
  * modules (nn/group_norm.c).

@@ -528,7 +528,7 @@ static tg_tensor *sample0(int which, const tg_tensor *x)
 /* Only BatchNorm makes a sample's output depend on the other samples of
  * the batch: change sample 1 and sample 0's output stays the same, bit
  * for bit, under LayerNorm, GroupNorm and InstanceNorm, and moves under
- * BatchNorm (docs/normalization.md section 6). */
+ * BatchNorm (docs/normalization.md section 8). */
 TG_TEST(group_norm, only_batch_norm_depends_on_the_other_samples)
 {
     tg_tensor *x, *dy;

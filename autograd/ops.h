@@ -446,7 +446,8 @@ tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);
  * over the n = (C / num_groups) * prod(shape[2:]) values of each group of
  * each sample. weight and bias: (C,) of x's dtype, or NULL. Statistics
  * accumulate in double, two-pass. A constant group with eps 0 gives NaN,
- * as in PyTorch. New reference; arguments borrowed. */
+ * as in PyTorch (tg_instance_norm gives the bias there, as PyTorch's
+ * instance_norm). New reference; arguments borrowed. */
 tg_tensor *tg_group_norm(const tg_tensor *x, int64_t num_groups,
                          const tg_tensor *weight, const tg_tensor *bias,
                          double eps);

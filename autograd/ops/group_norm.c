@@ -311,11 +311,13 @@ static const tg_op group_norm_op = {"NativeGroupNormBackward0",
 /* Normalises x (already checked) with the layout l, and records the node.
  * When mean_out and m2_out are given they receive the rows' means and sums
  * of squared deviations (rows values each) for running statistics.
- * Returns a new reference, or NULL after an error. */
+ * zero_rstd: a row with var + eps == 0 gets rstd 0 (y = bias) rather than
+ * inf (y = NaN). Returns a new reference, or NULL after an error. */
 static tg_tensor *group_norm_run(const char *fn, const tg_tensor *x,
                                  const gn_layout *l, const tg_tensor *weight,
                                  const tg_tensor *bias, double eps,
-                                 double *mean_out, double *m2_out)
+                                 bool zero_rstd, double *mean_out,
+                                 double *m2_out)
 {
     const int64_t rows = l->rows;
     tg_tensor *xc = tg_contiguous_as(x, x->dtype);
@@ -334,11 +336,13 @@ static tg_tensor *group_norm_run(const char *fn, const tg_tensor *x,
             group_norm_stats_f32((const float *)tg_base_ptr(xc), pm, m2, l);
         else
             group_norm_stats_f64((const double *)tg_base_ptr(xc), pm, m2, l);
-        /* A constant row with eps 0 gets rstd = inf and y = NaN, as in
-         * PyTorch's group_norm (unlike BatchNorm, which returns the
-         * bias there). */
-        for (int64_t r = 0; r < rows; r++)
-            pr[r] = 1.0 / sqrt(m2[r] / (double)l->n + eps);
+        /* A constant row with eps 0: PyTorch's group_norm gives rstd = inf
+         * and y = NaN; its instance_norm, which runs BatchNorm's kernel,
+         * gives rstd = 0 and y = bias. Both are followed. */
+        for (int64_t r = 0; r < rows; r++) {
+            double v = m2[r] / (double)l->n + eps;
+            pr[r] = zero_rstd && v == 0.0 ? 0.0 : 1.0 / sqrt(v);
+        }
         if (x->dtype == TG_FLOAT32)
             group_norm_apply_f32((const float *)tg_base_ptr(xc),
                                  wc ? (const float *)tg_base_ptr(wc) : NULL,
@@ -391,8 +395,8 @@ tg_tensor *tg_group_norm(const tg_tensor *x, int64_t num_groups,
     if (group_norm_check("tg_group_norm", x, num_groups, weight, bias, eps,
                          &l) < 0)
         return NULL;
-    return group_norm_run("tg_group_norm", x, &l, weight, bias, eps, NULL,
-                          NULL);
+    return group_norm_run("tg_group_norm", x, &l, weight, bias, eps, false,
+                          NULL, NULL);
 }
 
 /* --------------------------------------------------------- InstanceNorm */
@@ -544,8 +548,8 @@ tg_tensor *tg_instance_norm(const tg_tensor *x, tg_tensor *running_mean,
                            : NULL;
     if (update && !stats)
         return NULL;
-    tg_tensor *out = group_norm_run(fn, x, &l, weight, bias, eps, stats,
-                                    stats ? stats + l.rows : NULL);
+    tg_tensor *out = group_norm_run(fn, x, &l, weight, bias, eps, true,
+                                    stats, stats ? stats + l.rows : NULL);
     /* Last: when anything before fails, the running statistics have not
      * moved. An empty input leaves them alone (PyTorch would average over
      * no samples and write NaN). */

@@ -595,18 +595,25 @@ TG_TEST(group_norm, float32_groups_with_a_large_mean)
 }
 
 /* A constant group with eps 0 has rstd = inf and gives NaN, as PyTorch's
- * group_norm (checked by hand: F.group_norm(torch.ones(2, 4, 3), 2,
- * eps=0.0) is all NaN); with eps > 0 it gives the bias. */
+ * group_norm; PyTorch's instance_norm runs BatchNorm's kernel, which sets
+ * invstd to 0 there and gives the bias, and so does tg_instance_norm
+ * (checked by hand: F.group_norm(torch.ones(2, 4, 3), 2, eps=0.0) is all
+ * NaN, F.instance_norm(torch.ones(2, 4, 3), eps=0.0) all 0). With eps > 0
+ * both give the bias. */
 TG_TEST(group_norm, constant_group)
 {
     const int64_t shape[3] = {2, 4, 3};
     tg_tensor *x = tg_ones(shape, 3, TG_FLOAT64);
     tg_tensor *y0 = tg_group_norm(x, 2, NULL, NULL, 0.0);
     tg_tensor *y1 = tg_group_norm(x, 2, NULL, NULL, 1e-5);
+    tg_tensor *yi = tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 0.1,
+                                     0.0);
     for (int64_t i = 0; i < x->numel; i++) {
         cr_assert(isnan(at(y0, i)));
         cr_assert_eq(at(y1, i), 0.0);
+        cr_assert_eq(at(yi, i), 0.0);
     }
+    tg_release(yi);
     tg_release(y1);
     tg_release(y0);
     tg_release(x);

@@ -100,4 +100,12 @@ int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
 int tg_batch_norm_options_check(const char *fn,
                                 const tg_batch_norm_options *o);
 
+/* An option field's value: dflt when the field is 0 (left out), 0 when it
+ * is TG_EXACT_ZERO, the value itself otherwise (autograd.h, "option
+ * structs"). */
+double tg_option_or(double value, double dflt);
+/* A number given as a plain argument, as an option field: 0 becomes
+ * TG_EXACT_ZERO, so that it stays 0. */
+double tg_option_literal(double value);
+
 #endif

@@ -248,22 +248,26 @@ tg_tensor *tg_layer_norm_composed(const tg_tensor *x,
                                   const tg_tensor *weight,
                                   const tg_tensor *bias, double eps);
 
+/* A field left 0 means its default (autograd.h, "option structs"). */
 typedef struct tg_batch_norm_options {
-    /* true: normalise with this batch's statistics and update the running
-     * ones; false: normalise with the running statistics. */
-    bool training;
+    /* false (default): training, normalise with this batch's statistics
+     * and update the running ones; true: eval, normalise with the running
+     * statistics (torch.nn.functional.batch_norm's training=False). */
+    bool eval;
     /* running = (1 - momentum) * running + momentum * batch statistic, in
-     * [0, 1]. PyTorch's default is 0.1; its momentum=None (a cumulative
-     * average) is 1 / num_batches_tracked, which the modules compute. */
+     * [0, 1]. 0: PyTorch's default 0.1 (TG_EXACT_ZERO: the running
+     * statistics stay). PyTorch's momentum=None (a cumulative average) is
+     * 1 / num_batches_tracked, which the modules compute. */
     double momentum;
-    double eps; // inside the sqrt; default 1e-5
+    double eps; // inside the sqrt; 0: 1e-5 (TG_EXACT_ZERO: none)
     /* The variance used to normalise in training: sum((x - mean)^2) /
      * (n - correction). 0 (default) is PyTorch's biased variance; 1 is the
      * unbiased variance that makemore part 4 uses, whose backward has an
      * extra factor n / (n - 1). The running variance is always unbiased. */
     int64_t correction;
 } tg_batch_norm_options;
-/* training true, momentum 0.1, eps 1e-5, correction 0. */
+/* training (eval false), momentum 0.1, eps 1e-5, correction 0: what a
+ * zero-initialised struct and NULL mean. */
 tg_batch_norm_options tg_batch_norm_defaults(void);
 
 /* As torch.nn.functional.batch_norm(x, running_mean, running_var, weight,

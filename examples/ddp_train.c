@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 
     tg_module *m = mlp(), *single = rank == 0 ? mlp() : NULL;
     tg_dist_broadcast_module(pg, m, 0); // the same start, whatever the seeds
-    tg_adam_config cfg = tg_adam_config_default(lr);
+    tg_adam_config cfg = {.lr = lr};
     tg_optimizer *opt = tg_adam_new(m, &cfg);
     tg_optimizer *opt1 = single ? tg_adam_new(single, &cfg) : NULL;
 

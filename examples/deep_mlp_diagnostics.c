@@ -528,7 +528,7 @@ static int train_variant(const options *o, const variant *v,
     int rc = -1;
     if (!batches || model_build(o, v, &m) != 0)
         goto done;
-    tg_sgd_config cfg = tg_sgd_config_default(o->lr);
+    tg_sgd_config cfg = {.lr = o->lr};
     opt = tg_sgd_new(m.seq, &cfg);
     if (!opt)
         goto done;

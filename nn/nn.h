@@ -152,25 +152,30 @@ int tg_module_print(const tg_module *m); // to stdout, with a newline
 tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
                              double eps, bool elementwise_affine);
 
+/* A field left 0 means its default (autograd.h, "option structs"), so
+ * {.cumulative = true} is PyTorch's BatchNorm1d(C, momentum=None) with
+ * every other setting as PyTorch's. */
 typedef struct tg_batch_norm_config {
-    double eps;      // 1e-5
-    double momentum; // 0.1; ignored when cumulative
+    double eps;      // 0: 1e-5 (TG_EXACT_ZERO: none)
+    double momentum; // 0: 0.1 (TG_EXACT_ZERO: the buffers stay); ignored
+                     // when cumulative
     /* PyTorch's momentum=None: the running statistics are the plain
      * average of every batch seen, momentum = 1 / num_batches_tracked (the
      * first batch replaces the initial values). */
     bool cumulative;
-    bool affine;              // "weight" (ones) and "bias" (zeros), (C,)
-    /* Buffers "running_mean" (zeros), "running_var" (ones) and
-     * "num_batches_tracked" (int64 0-d); without them batch statistics are
-     * used in eval too. */
-    bool track_running_stats;
+    /* affine=False: no "weight" (ones) and "bias" (zeros), (C,). */
+    bool no_affine;
+    /* track_running_stats=False: no buffers "running_mean" (zeros),
+     * "running_var" (ones) and "num_batches_tracked" (int64 0-d); batch
+     * statistics are then used in eval too. */
+    bool no_running_stats;
     /* 0: PyTorch's biased training variance; 1: makemore's unbiased one
      * (see tg_batch_norm_options). */
     int64_t correction;
 } tg_batch_norm_config;
 /* eps 1e-5, momentum 0.1, not cumulative, affine, tracking, correction 0:
- * PyTorch's defaults. */
-tg_batch_norm_config tg_batch_norm_config_default(void);
+ * PyTorch's defaults, and what a zero-initialised struct and NULL mean. */
+tg_batch_norm_config tg_batch_norm_config_defaults(void);
 
 /* nn.BatchNorm1d(num_features): input (N, C) or (N, C, L).
  * nn.BatchNorm2d(num_features): input (N, C, H, W).
@@ -283,27 +288,37 @@ typedef struct tg_optimizer tg_optimizer;
 /* torch.optim.SGD: g = grad + weight_decay * p; with momentum,
  * buf = g at the first step, then buf = momentum * buf + (1 - dampening) * g,
  * and g = g + momentum * buf (nesterov) or g = buf; then p -= lr * g. */
+/* A field left 0 means its default (autograd.h, "option structs"):
+ * {.lr = 0.1, .momentum = 0.9} is SGD(lr=0.1, momentum=0.9). */
 typedef struct tg_sgd_config {
-    double lr;
+    double lr;           // 0: 1e-3 (TG_EXACT_ZERO: a rate of 0)
     double momentum;     // 0
     double dampening;    // 0
     double weight_decay; // 0
     bool nesterov;       // needs momentum > 0 and dampening 0
 } tg_sgd_config;
-tg_sgd_config tg_sgd_config_default(double lr);
+/* lr 1e-3, momentum 0, dampening 0, weight decay 0, not nesterov: what a
+ * zero-initialised struct and NULL mean. */
+tg_sgd_config tg_sgd_config_defaults(void);
 
 /* torch.optim.Adam and AdamW: m = beta1 m + (1 - beta1) g,
  * v = beta2 v + (1 - beta2) g^2, p -= lr / (1 - beta1^t) * m /
  * (sqrt(v) / sqrt(1 - beta2^t) + eps). Adam adds weight_decay * p to g;
  * AdamW instead multiplies p by (1 - lr * weight_decay) first. */
+/* A field left 0 means its default (autograd.h, "option structs"); a
+ * literal 0 is TG_EXACT_ZERO: {.beta1 = TG_EXACT_ZERO} for no first-moment
+ * average, {.weight_decay = TG_EXACT_ZERO} for AdamW without decay. */
 typedef struct tg_adam_config {
-    double lr;           // 1e-3
-    double beta1, beta2; // 0.9, 0.999
-    double eps;          // 1e-8
-    double weight_decay; // 0 for Adam, 1e-2 for AdamW
+    double lr;           // 0: 1e-3
+    double beta1;        // 0: 0.9
+    double beta2;        // 0: 0.999
+    double eps;          // 0: 1e-8
+    double weight_decay; // 0: 0 for Adam, 1e-2 for AdamW
 } tg_adam_config;
-tg_adam_config tg_adam_config_default(double lr);
-tg_adam_config tg_adamw_config_default(double lr);
+/* What a zero-initialised struct and NULL mean: lr 1e-3, betas 0.9 and
+ * 0.999, eps 1e-8, and weight decay 0 (Adam) or 1e-2 (AdamW). */
+tg_adam_config tg_adam_config_defaults(void);
+tg_adam_config tg_adamw_config_defaults(void);
 
 /* A new optimiser for every parameter of m (m may be NULL: add tensors
  * with tg_optimizer_add_parameter). It keeps the tensors m has now: make

@@ -59,22 +59,51 @@ struct tg_optimizer {
     int64_t steps;
 };
 
-tg_sgd_config tg_sgd_config_default(double lr)
+tg_sgd_config tg_sgd_config_defaults(void)
 {
-    return (tg_sgd_config){.lr = lr, .momentum = 0.0, .dampening = 0.0,
+    return (tg_sgd_config){.lr = 1e-3, .momentum = 0.0, .dampening = 0.0,
                            .weight_decay = 0.0, .nesterov = false};
 }
 
-tg_adam_config tg_adam_config_default(double lr)
+tg_adam_config tg_adam_config_defaults(void)
 {
-    return (tg_adam_config){.lr = lr, .beta1 = 0.9, .beta2 = 0.999,
+    return (tg_adam_config){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
                             .eps = 1e-8, .weight_decay = 0.0};
 }
 
-tg_adam_config tg_adamw_config_default(double lr)
+tg_adam_config tg_adamw_config_defaults(void)
 {
-    tg_adam_config c = tg_adam_config_default(lr);
+    tg_adam_config c = tg_adam_config_defaults();
     c.weight_decay = 1e-2;
+    return c;
+}
+
+/* config with every field left 0 replaced by d's (and TG_EXACT_ZERO by a
+ * plain 0); NULL: d. */
+static tg_sgd_config sgd_resolve(const tg_sgd_config *config)
+{
+    tg_sgd_config d = tg_sgd_config_defaults();
+    if (!config)
+        return d;
+    tg_sgd_config c = *config;
+    c.lr = tg_option_or(c.lr, d.lr);
+    c.momentum = tg_option_or(c.momentum, d.momentum);
+    c.dampening = tg_option_or(c.dampening, d.dampening);
+    c.weight_decay = tg_option_or(c.weight_decay, d.weight_decay);
+    return c;
+}
+
+static tg_adam_config adam_resolve(const tg_adam_config *config,
+                                   tg_adam_config d)
+{
+    if (!config)
+        return d;
+    tg_adam_config c = *config;
+    c.lr = tg_option_or(c.lr, d.lr);
+    c.beta1 = tg_option_or(c.beta1, d.beta1);
+    c.beta2 = tg_option_or(c.beta2, d.beta2);
+    c.eps = tg_option_or(c.eps, d.eps);
+    c.weight_decay = tg_option_or(c.weight_decay, d.weight_decay);
     return c;
 }
 
@@ -219,7 +248,7 @@ static tg_optimizer *add_module(tg_optimizer *opt, const tg_module *m)
 tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config)
 {
     const char *fn = "tg_sgd_new";
-    tg_sgd_config c = config ? *config : tg_sgd_config_default(1e-3);
+    tg_sgd_config c = sgd_resolve(config);
     if (!sgd_config_ok(fn, &c))
         return NULL;
     tg_optimizer *opt = optimizer_alloc(fn, OPTIM_SGD, c.lr);
@@ -241,13 +270,13 @@ static tg_optimizer *adam_new(const char *fn, optim_kind kind,
 
 tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config)
 {
-    tg_adam_config c = config ? *config : tg_adam_config_default(1e-3);
+    tg_adam_config c = adam_resolve(config, tg_adam_config_defaults());
     return adam_new("tg_adam_new", OPTIM_ADAM, m, &c);
 }
 
 tg_optimizer *tg_adamw_new(const tg_module *m, const tg_adam_config *config)
 {
-    tg_adam_config c = config ? *config : tg_adamw_config_default(1e-3);
+    tg_adam_config c = adam_resolve(config, tg_adamw_config_defaults());
     return adam_new("tg_adamw_new", OPTIM_ADAMW, m, &c);
 }
 

@@ -15,9 +15,9 @@
 
 /* One case function: f(x) = expr, with x the inputs. */
 #define CASE_FN(name, expr)                                                 \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)           \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)          \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return expr;                                                        \
     }
 
@@ -53,9 +53,9 @@ CASE_FN(f_clamp_hi, tg_clamp(x[0], -INFINITY, 0.2))
 
 /* where(x[2] > 0, x[0], x[1]): x[2] is a no-grad input that only makes
  * the condition, so the mask is fixed while a and b are perturbed. */
-static tg_tensor *f_where(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_where(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *cond = tg_gt_scalar(x[2], 0.0);
     tg_tensor *out = tg_where(cond, x[0], x[1]);
     tg_release(cond);
@@ -63,9 +63,9 @@ static tg_tensor *f_where(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* A chain through several ops: sigmoid(a) * log(b) - tanh(a) / b. */
-static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *s = tg_sigmoid(x[0]), *l = tg_log(x[1]), *t = tg_tanh(x[0]);
     tg_tensor *sl = tg_mul(s, l), *tb = tg_div(t, x[1]);
     tg_tensor *out = tg_sub(sl, tb);

@@ -686,7 +686,7 @@ ERROR_CASE(tg_layer_norm_new, bad_eps, "eps is negative, inf or NaN")
                  "tg_layer_norm_new: eps is -1e-05");
 }
 
-NEVER_FAILS(tg_batch_norm_config_default, "returns PyTorch's defaults");
+NEVER_FAILS(tg_batch_norm_config_defaults, "returns PyTorch's defaults");
 
 ERROR_CASE(tg_batch_norm1d_new, zero_features, "num_features is 0")
 {
@@ -696,7 +696,7 @@ ERROR_CASE(tg_batch_norm1d_new, zero_features, "num_features is 0")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_momentum, "momentum is outside [0, 1]")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = 1.5;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: momentum is 1.5");
@@ -704,7 +704,7 @@ ERROR_CASE(tg_batch_norm1d_new, bad_momentum, "momentum is outside [0, 1]")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_eps, "eps is negative, inf or NaN")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.eps = -1;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: eps is -1");
@@ -712,7 +712,7 @@ ERROR_CASE(tg_batch_norm1d_new, bad_eps, "eps is negative, inf or NaN")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_correction, "correction is not 0 or 1")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.correction = 2;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: correction is 2");
@@ -726,7 +726,7 @@ ERROR_CASE(tg_batch_norm2d_new, zero_features, "num_features is 0")
 
 ERROR_CASE(tg_batch_norm2d_new, bad_momentum, "momentum is outside [0, 1]")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = -0.1;
     EXPECT_ERROR(tg_batch_norm2d_new(3, &c) == NULL,
                  "tg_batch_norm2d_new: momentum is -0.1");
@@ -907,20 +907,20 @@ ERROR_CASE(tg_flatten_new, out_of_memory,
 
 /* ---- optimisers ---- */
 
-NEVER_FAILS(tg_sgd_config_default, "returns PyTorch's defaults");
-NEVER_FAILS(tg_adam_config_default, "returns PyTorch's defaults");
-NEVER_FAILS(tg_adamw_config_default, "returns PyTorch's defaults");
+NEVER_FAILS(tg_sgd_config_defaults, "returns PyTorch's defaults");
+NEVER_FAILS(tg_adam_config_defaults, "returns PyTorch's defaults");
+NEVER_FAILS(tg_adamw_config_defaults, "returns PyTorch's defaults");
 
 ERROR_CASE(tg_sgd_new, negative_lr, "lr is negative or NaN")
 {
-    tg_sgd_config c = tg_sgd_config_default(-0.1);
+    tg_sgd_config c = {.lr = -0.1};
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid learning rate -0.1");
 }
 
 ERROR_CASE(tg_sgd_new, negative_momentum, "momentum is negative")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.momentum = -0.9;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid momentum value -0.9");
@@ -928,7 +928,7 @@ ERROR_CASE(tg_sgd_new, negative_momentum, "momentum is negative")
 
 ERROR_CASE(tg_sgd_new, negative_weight_decay, "weight_decay is negative")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.weight_decay = -1e-4;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid weight_decay value -0.0001");
@@ -936,7 +936,7 @@ ERROR_CASE(tg_sgd_new, negative_weight_decay, "weight_decay is negative")
 
 ERROR_CASE(tg_sgd_new, dampening_nan, "dampening is NaN")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.dampening = NAN;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL, "tg_sgd_new: dampening is nan");
 }
@@ -944,7 +944,7 @@ ERROR_CASE(tg_sgd_new, dampening_nan, "dampening is NaN")
 ERROR_CASE(tg_sgd_new, nesterov_without_momentum,
            "nesterov without momentum (or with dampening)")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.nesterov = true;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: nesterov with momentum 0.0 and dampening 0.0");
@@ -984,14 +984,14 @@ ERROR_CASE(tg_sgd_new, out_of_memory_listing_parameters,
 
 ERROR_CASE(tg_adam_new, negative_lr, "lr is negative or NaN")
 {
-    tg_adam_config c = tg_adam_config_default(NAN);
+    tg_adam_config c = {.lr = NAN};
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid learning rate nan");
 }
 
 ERROR_CASE(tg_adam_new, negative_eps, "eps is negative")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.eps = -1e-8;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid epsilon value -1e-08");
@@ -999,7 +999,7 @@ ERROR_CASE(tg_adam_new, negative_eps, "eps is negative")
 
 ERROR_CASE(tg_adam_new, bad_beta1, "beta1 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta1 = 1.0;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid beta1 1.0");
@@ -1007,7 +1007,7 @@ ERROR_CASE(tg_adam_new, bad_beta1, "beta1 is outside [0, 1)")
 
 ERROR_CASE(tg_adam_new, bad_beta2, "beta2 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta2 = -0.5;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid beta2 -0.5");
@@ -1015,7 +1015,7 @@ ERROR_CASE(tg_adam_new, bad_beta2, "beta2 is outside [0, 1)")
 
 ERROR_CASE(tg_adam_new, negative_weight_decay, "weight_decay is negative")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.weight_decay = -0.01;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid weight_decay value -0.01");
@@ -1023,7 +1023,7 @@ ERROR_CASE(tg_adam_new, negative_weight_decay, "weight_decay is negative")
 
 ERROR_CASE(tg_adamw_new, bad_beta2, "beta2 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adamw_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta2 = 1.0;
     EXPECT_ERROR(tg_adamw_new(NULL, &c) == NULL,
                  "tg_adamw_new: invalid beta2 1.0");

@@ -2031,7 +2031,7 @@ ERROR_CASE(tg_batch_norm_composed, eval_without_running_stats,
 {
     tg_tensor *x = F32(4, 3);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = false;
+    o.eval = true;
     tg_tensor *y = tg_batch_norm_composed(x, NULL, NULL, NULL, NULL, &o);
     EXPECT_ERROR(y == NULL,
                  "tg_batch_norm_composed: eval mode needs running statistics, but running_mean and running_var are NULL");

@@ -88,13 +88,16 @@ tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b); // NaN wins
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b);
 
-/* a + s, a - s, s - a, a * s, a / s and a ** exponent. New references; a
- * borrowed. */
+/* a + s, a - s, s - a, a * s, a / s, s / a and a ** exponent: Python's
+ * a + 2, a - 2, 2 - a (__rsub__), a * 2, a / 2, 2 / a (__rtruediv__) and
+ * a ** 2. s / a is true division, so an int64 a gives float32 (as
+ * 10 / torch.tensor([4]) does). New references; a borrowed. */
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s); // s - a
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
+tg_tensor *tg_rdiv_scalar(const tg_tensor *a, double s); // s / a
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent);
 
 /* -x, exp, log, sqrt, 1 / sqrt, |x|, tanh, sigmoid and max(x, 0),

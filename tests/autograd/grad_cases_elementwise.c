@@ -31,6 +31,7 @@ CASE_FN(f_minimum, tg_minimum(x[0], x[1]))
 CASE_FN(f_sub_scalar, tg_sub_scalar(x[0], 1.5))
 CASE_FN(f_rsub_scalar, tg_rsub_scalar(x[0], 1.5))
 CASE_FN(f_div_scalar, tg_div_scalar(x[0], -0.75))
+CASE_FN(f_rdiv_scalar, tg_rdiv_scalar(x[0], 2.5))
 CASE_FN(f_pow_2, tg_pow_scalar(x[0], 2.0))
 CASE_FN(f_pow_half, tg_pow_scalar(x[0], 0.5))
 CASE_FN(f_pow_m1, tg_pow_scalar(x[0], -1.0))
@@ -124,6 +125,9 @@ const tg_grad_case tg_grad_cases_elementwise[] = {
     {"div, a needs no grad", f_div, 2,
      {{2, {2, 3}, .no_grad = true}, {2, {2, 3}, MAG}}},
     {"div_scalar x / -0.75", f_div_scalar, 1, {{2, {2, 3}, TG_STRIDED}}},
+    {"rdiv_scalar 2.5 / x", f_rdiv_scalar, 1, {{2, {2, 3}, MAG}}},
+    {"rdiv_scalar 2.5 / x transposed", f_rdiv_scalar, 1,
+     {{2, {3, 4}, TG_TRANSPOSED, MAG}}},
 
     /* pow: bases in [0.5, 2), exponents in [-1, 1) */
     {"pow (2,3)**(2,3)", f_pow, 2, {{2, {2, 3}, POS}, {2, {2, 3}}}},

@@ -781,6 +781,11 @@ ERROR_CASE(tg_rsub_scalar, null_tensor, "a is NULL (an earlier call failed)")
     EXPECT_SILENT(tg_rsub_scalar(NULL, 1.0) == NULL);
 }
 
+ERROR_CASE(tg_rdiv_scalar, null_tensor, "a is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_rdiv_scalar(NULL, 1.0) == NULL);
+}
+
 ERROR_CASE(tg_mul_scalar, null_tensor, "a is NULL (an earlier call failed)")
 {
     EXPECT_SILENT(tg_mul_scalar(NULL, 2.0) == NULL);

@@ -357,6 +357,36 @@ void tg_optimizer_free(tg_optimizer *opt);
 double tg_lr_step(double base_lr, int64_t t, int64_t step_size, double gamma);
 double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
 
+/* ------------------------------------------------------------ diagnostics */
+
+/* What makemore part 3 prints for each weight after a backward:
+ *   weight (27, 10) | mean +0.000000 | std 1.019e-02 | grad:data ratio ...
+ * i.e. p.grad.mean(), p.grad.std() and p.grad.std() / p.std(), the stds
+ * unbiased as torch.std (n - 1). Computed in the parameter's dtype, as
+ * PyTorch does, and given as doubles. */
+typedef struct tg_grad_summary {
+    char name[TG_NAME_MAX]; // the dotted name ("" for a bare tensor)
+    int ndim;               // the lecture shows the 2-D ones (weights)
+    int64_t shape[TG_MAX_DIMS];
+    bool has_grad;          // false: no .grad yet; the numbers are NaN
+    double grad_mean;       // mean(p.grad)
+    double grad_std;        // std(p.grad), unbiased
+    double data_std;        // std(p), unbiased
+    double grad_data;       // grad_std / data_std
+} tg_grad_summary;
+
+/* The summary of one parameter p (any float tensor; a p without .grad
+ * gives has_grad false and NaN numbers). A tensor of one element has NaN
+ * stds, as torch.std. Returns 0, or -1 on error. Arguments borrowed (out
+ * is written). */
+int tg_param_grad_summary(const tg_tensor *p, tg_grad_summary *out);
+/* The summaries of every parameter of m, in tg_module_named_parameters'
+ * order, with their names: fills out[0 .. max) and returns how many
+ * parameters there are (out may be NULL to count), or -1. Arguments
+ * borrowed (out is written). */
+int tg_module_grad_summaries(const tg_module *m, tg_grad_summary *out,
+                             int max);
+
 /* ------------------------------------------------------------ checkpoints */
 
 /* Saves every parameter and buffer of m as <dir>/<dotted name>.npy

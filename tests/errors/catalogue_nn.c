@@ -1212,6 +1212,62 @@ ERROR_CASE(tg_lr_cosine, bad_eta_min,
                  "tg_lr_cosine: base_lr is inf and eta_min 0");
 }
 
+/* ---- gradient summaries ---- */
+
+ERROR_CASE(tg_param_grad_summary, integer_tensor, "p is an int64 tensor")
+{
+    tg_tensor *p = tg_zeros(TG_SHAPE(2, 3), TG_INT64);
+    tg_grad_summary s;
+    EXPECT_ERROR(tg_param_grad_summary(p, &s) == -1,
+                 "tg_param_grad_summary: p is an int64 tensor of shape "
+                 "(2, 3)");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_param_grad_summary, null_out, "out is NULL")
+{
+    tg_tensor *p = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    EXPECT_ERROR(tg_param_grad_summary(p, NULL) == -1,
+                 "tg_param_grad_summary: out is NULL");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_param_grad_summary, null_tensor,
+           "p is NULL (an earlier call failed)")
+{
+    tg_grad_summary s;
+    EXPECT_SILENT(tg_param_grad_summary(NULL, &s) == -1);
+}
+
+ERROR_CASE(tg_module_grad_summaries, bad_room,
+           "max < 0, or out NULL with max > 0")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    EXPECT_ERROR(tg_module_grad_summaries(m, NULL, 2) == -1,
+                 "tg_module_grad_summaries: room for 2 summaries at NULL");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_grad_summaries, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_grad_summary s[2];
+    tg_fail_allocations_after(1); // counting takes one
+    int rc = tg_module_grad_summaries(m, s, 2);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_grad_summaries: out of memory listing 2 "
+                 "parameters");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_grad_summaries, null_module,
+           "m is NULL (a constructor failed)")
+{
+    tg_grad_summary s[2];
+    EXPECT_SILENT(tg_module_grad_summaries(NULL, s, 2) == -1);
+}
+
 /* ---- checkpoints ---- */
 
 ERROR_CASE(tg_module_save, null_dir, "the folder name is NULL or empty")

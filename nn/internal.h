@@ -23,4 +23,12 @@ const char *tg_py_bool(bool b);
  * bytes). */
 const char *tg_py_float(double v, char buf[32]);
 
+/* Writes every tensor of items[0 .. n) as <dir>/<name>.npy, atomically
+ * (all of them or, on failure, none: the previous content of dir stays),
+ * as tg_module_save does; errors name fn. Returns 0 or -1; arguments
+ * borrowed. */
+typedef struct tg_named_tensor tg_named_tensor;
+int tg_checkpoint_write(const char *fn, const char *dir,
+                        const tg_named_tensor *items, int n);
+
 #endif

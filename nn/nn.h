@@ -395,6 +395,20 @@ int tg_module_grad_summaries(const tg_module *m, tg_grad_summary *out,
  * its first name (PyTorch's state_dict keeps every name). Returns 0 or
  * -1; arguments borrowed. */
 int tg_module_save(const tg_module *m, const char *dir);
+/* Saves opt's state (each parameter's step count and its momentum buffer
+ * or Adam's two moments, the optimiser's step count and learning rate)
+ * into the folder dir, as torch.save(optimizer.state_dict()), atomically
+ * as tg_module_save: the folder holds the whole previous state or the
+ * whole new one. The other hyper-parameters are not saved: make the
+ * optimiser with the same config. Returns 0 or -1; arguments borrowed. */
+int tg_optimizer_save(const tg_optimizer *opt, const char *dir);
+/* Loads a state tg_optimizer_save wrote into opt, which must be of the
+ * same kind (SGD, Adam, AdamW) over parameters of the same count, shapes
+ * and dtypes, in the same order; otherwise nothing changes and the error
+ * says what differs. Training on after a load gives the same numbers, bit
+ * for bit, as training on without the save. Returns 0 or -1; arguments
+ * borrowed. */
+int tg_optimizer_load(tg_optimizer *opt, const char *dir);
 /* Loads what tg_module_save wrote into m's own tensors (in place, so
  * optimisers keep working). Every file must exist with exactly the
  * tensor's shape and dtype; otherwise nothing is changed and the error

@@ -835,7 +835,10 @@ static tg_tensor *read_state(const char *fn, const char *dir,
     tg_set_error_handler(h);
     if (!t) {
         char why[1536];
-        snprintf(why, sizeof why, "%s", tg_last_error());
+        const char *msg = tg_last_error();
+        if (strncmp(msg, "tg_load_npy: ", 13) == 0)
+            msg += 13; // said once, as ours
+        snprintf(why, sizeof why, "%s", msg);
         tg_error(fn,
                  "cannot read %s of the optimiser state in '%s': %s\n"
                  "  rule: the folder holds what tg_optimizer_save wrote\n"

@@ -1522,6 +1522,120 @@ ERROR_CASE(tg_module_save, null_module,
     EXPECT_SILENT(tg_module_save(NULL, "ck") == -1);
 }
 
+/* ---- optimiser state ---- */
+
+/* An SGD with momentum over a (2 -> 3) Linear, after one step. */
+static tg_optimizer *stepped_sgd(tg_module *m)
+{
+    tg_sgd_config c = {.lr = 0.1, .momentum = 0.9};
+    tg_optimizer *o = tg_sgd_new(m, &c);
+    for (int i = 0; i < 2; i++) {
+        tg_named_tensor p[2];
+        tg_module_named_parameters(m, p, 2);
+        p[i].tensor->grad = tg_ones(p[i].tensor->shape, p[i].tensor->ndim,
+                                    TG_FLOAT32);
+    }
+    cr_assert_eq(tg_optimizer_step(o), 0);
+    return o;
+}
+
+ERROR_CASE(tg_optimizer_save, null_dir, "the folder name is NULL or empty")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    EXPECT_ERROR(tg_optimizer_save(o, NULL) == -1,
+                 "tg_optimizer_save: the folder name is NULL");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_save, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    tg_fail_allocations_after(0);
+    int rc = tg_optimizer_save(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_save: out of memory for the state "
+                           "of 2 parameters");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_save, null_optimizer,
+           "opt is NULL (a constructor failed)")
+{
+    EXPECT_SILENT(tg_optimizer_save(NULL, "st") == -1);
+}
+
+ERROR_CASE(tg_optimizer_load, null_dir, "the folder name is NULL or empty")
+{
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    EXPECT_ERROR(tg_optimizer_load(o, NULL) == -1,
+                 "tg_optimizer_load: the folder name is NULL");
+    tg_optimizer_free(o);
+}
+
+ERROR_CASE(tg_optimizer_load, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = tg_sgd_new(m, NULL);
+    tg_fail_allocations_after(0);
+    int rc = tg_optimizer_load(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_load: out of memory for the state "
+                           "of 2 parameters");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_load, out_of_memory_file_name,
+           "memory runs out for a file name")
+{
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    tg_fail_allocations_after(1);
+    int rc = tg_optimizer_load(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_load: out of memory for a file "
+                           "name");
+    tg_optimizer_free(o);
+}
+
+ERROR_CASE(tg_optimizer_load, missing_file, "a file of the state is missing")
+{
+    scratch_enter();
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    EXPECT_ERROR(tg_optimizer_load(o, "st") == -1,
+                 "tg_optimizer_load: cannot read header of the optimiser "
+                 "state in 'st': cannot open 'st/header.npy': No such file "
+                 "or directory");
+    tg_optimizer_free(o);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_optimizer_load, does_not_fit,
+           "the state is of another kind, or of other parameters")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    cr_assert_eq(tg_optimizer_save(o, "st"), 0);
+    tg_optimizer *adam = tg_adam_new(m, NULL);
+    EXPECT_ERROR(tg_optimizer_load(adam, "st") == -1,
+                 "tg_optimizer_load: the optimiser state in 'st' does not "
+                 "fit: it is the state of SGD, this optimiser is Adam");
+    tg_optimizer_free(adam);
+    tg_optimizer_free(o);
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_optimizer_load, null_optimizer,
+           "opt is NULL (a constructor failed)")
+{
+    EXPECT_SILENT(tg_optimizer_load(NULL, "st") == -1);
+}
+
 ERROR_CASE(tg_module_load, empty_dir, "the folder name is NULL or empty")
 {
     tg_module *m = tg_linear_new(2, 3, true);

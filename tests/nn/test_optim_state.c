@@ -7,6 +7,8 @@
  * numbers differ (the comparison can fail); a state that does not fit
  * (another kind, count, shape or dtype) is refused and changes nothing.
  */
+#define _POSIX_C_SOURCE 200809L // mkdtemp, strdup
+
 #include "../common.h"
 
 #include <stdlib.h>

@@ -35,6 +35,24 @@
 extern "C" {
 #endif
 
+/* --------------------------------------------------------- option structs */
+/*
+ * Every option struct of the library (tg_gradcheck_options,
+ * tg_batch_norm_options, tg_batch_norm_config, tg_sgd_config,
+ * tg_adam_config, ...) follows one convention: a field left 0 means its
+ * documented default, so a zero-initialised struct, one built with
+ * designated initialisers, and a NULL pointer all mean the defaults:
+ *   tg_batch_norm_config c = {.cumulative = true}; // eps 1e-5, affine, ...
+ * Flags are named so that false is the default (no_affine,
+ * no_running_stats). Each struct has a getter, tg_<thing>_defaults(),
+ * that returns the defaults written out.
+ * A number whose default is not 0 (eps, momentum, a learning rate) takes
+ * TG_EXACT_ZERO to mean a literal 0: {.momentum = TG_EXACT_ZERO} keeps
+ * BatchNorm's running statistics where they are. TG_EXACT_ZERO is -0.0,
+ * which compares equal to 0 and differs from it only in its sign bit.
+ */
+#define TG_EXACT_ZERO (-0.0)
+
 /* ------------------------------------------------------ requires_grad */
 
 /* Marks a leaf tensor as needing a gradient (x->requires_grad), as
@@ -219,22 +237,28 @@ void *tg_ctx_data(tg_ctx *ctx);
  * f computes the output from the inputs (NEW reference) with tapegrad ops;
  * it must be deterministic (no dropout draws, no running-stat updates).
  * f's inputs have the type tg_function_apply takes, so f can hand them on.
+ * user is tg_gradcheck's pointer of the same name, handed to f untouched
+ * (the data f needs beyond its inputs; NULL when there is none).
  * Inputs are perturbed in place and restored.
  */
 typedef tg_tensor *(*tg_gradcheck_fn)(const tg_tensor *const *inputs,
-                                      int ninputs, void *ctx);
+                                      int ninputs, void *user);
 
+/* A field left 0 means its default (see "option structs" above). */
 typedef struct tg_gradcheck_options {
-    double eps, atol, rtol;
+    double eps;  // 0: 1e-6
+    double atol; // 0: 1e-5 (TG_EXACT_ZERO for none)
+    double rtol; // 0: 1e-3 (TG_EXACT_ZERO for none)
     /* Compare v^T J u for random unit vectors u, v (one numerical
      * directional derivative, one backward) instead of the full Jacobian. */
     bool fast_mode;
-    uint64_t seed;  // for fast_mode's u and v
+    uint64_t seed;  // for fast_mode's u and v; 0 is a seed like any other
     bool quiet;     // no float32 warning, no report on failure
     FILE *report;   // where the failure report and warnings go; NULL: stderr
 } tg_gradcheck_options;
 
-/* eps 1e-6, atol 1e-5, rtol 1e-3, full Jacobian. */
+/* eps 1e-6, atol 1e-5, rtol 1e-3, full Jacobian: what a zero-initialised
+ * struct and NULL mean. */
 tg_gradcheck_options tg_gradcheck_defaults(void);
 
 /* What went wrong, filled when a check fails. */
@@ -261,7 +285,7 @@ typedef struct tg_gradcheck_result {
  * report say which), -1 when f or backward fails with an error or f's
  * output is not finite at the inputs given (result->passed is then
  * false). opts and result may be NULL. Arguments borrowed. */
-int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
+int tg_gradcheck(tg_gradcheck_fn f, void *user, tg_tensor *const *inputs,
                  int ninputs, const tg_gradcheck_options *opts,
                  tg_gradcheck_result *result);
 

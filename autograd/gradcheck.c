@@ -32,6 +32,19 @@ tg_gradcheck_options tg_gradcheck_defaults(void)
         .eps = 1e-6, .atol = 1e-5, .rtol = 1e-3, .seed = 0};
 }
 
+/* opts with every field that was left 0 replaced by its default. */
+static tg_gradcheck_options gradcheck_resolve(const tg_gradcheck_options *opts)
+{
+    tg_gradcheck_options d = tg_gradcheck_defaults();
+    if (!opts)
+        return d;
+    tg_gradcheck_options o = *opts;
+    o.eps = tg_option_or(o.eps, d.eps);
+    o.atol = tg_option_or(o.atol, d.atol);
+    o.rtol = tg_option_or(o.rtol, d.rtol);
+    return o;
+}
+
 /* One input being checked. */
 typedef struct checked {
     tg_tensor *x;
@@ -42,7 +55,7 @@ typedef struct checked {
 
 typedef struct check {
     tg_gradcheck_fn f;
-    void *ctx;
+    void *user;
     tg_tensor *const *inputs;
     int ninputs;
     checked in[TG_MAX_INPUTS * 4];
@@ -106,7 +119,7 @@ static tg_tensor *call_f(check *c)
     tg_clear_error(); // to tell an f that reported from one that did not
     /* f only reads its inputs; the check perturbs them between calls. */
     tg_tensor *out = c->f((const tg_tensor *const *)c->inputs, c->ninputs,
-                          c->ctx);
+                          c->user);
     if (!out && !*tg_last_error())
         tg_error("tg_gradcheck",
                  "f returned NULL without saying why\n"
@@ -525,7 +538,7 @@ static int gradcheck(check *c)
         tg_error("tg_gradcheck",
                  "no function or no inputs (f %s, %d inputs)\n"
                  "  rule: gradcheck needs f and 1 to %d inputs\n"
-                 "  hint: tg_gradcheck(f, ctx, inputs, ninputs, NULL, "
+                 "  hint: tg_gradcheck(f, user, inputs, ninputs, NULL, "
                  "&result)",
                  c->f ? "given" : "NULL", c->ninputs, TG_MAX_INPUTS * 4);
         return -1;
@@ -617,13 +630,13 @@ out:
     return c->r->passed ? 1 : 0;
 }
 
-int tg_gradcheck(tg_gradcheck_fn f, void *ctx, tg_tensor *const *inputs,
+int tg_gradcheck(tg_gradcheck_fn f, void *user, tg_tensor *const *inputs,
                  int ninputs, const tg_gradcheck_options *opts,
                  tg_gradcheck_result *result)
 {
     tg_gradcheck_result local;
-    check c = {.f = f, .ctx = ctx, .inputs = inputs, .ninputs = ninputs,
-               .o = opts ? *opts : tg_gradcheck_defaults(),
+    check c = {.f = f, .user = user, .inputs = inputs, .ninputs = ninputs,
+               .o = gradcheck_resolve(opts),
                .r = result ? result : &local};
     memset(c.r, 0, sizeof *c.r);
     c.r->passed = true;

@@ -109,5 +109,17 @@ int tg_batch_norm_args_check(const char *fn, const tg_tensor *x,
                              const tg_tensor *running_var,
                              const tg_tensor *weight, const tg_tensor *bias,
                              const tg_batch_norm_options *opts);
+/* opts with every field left 0 replaced by its default (a literal 0,
+ * TG_EXACT_ZERO, becomes 0.0); NULL: the defaults. */
+tg_batch_norm_options
+tg_batch_norm_options_resolve(const tg_batch_norm_options *opts);
+
+/* An option field's value: dflt when the field is 0 (left out), 0 when it
+ * is TG_EXACT_ZERO, the value itself otherwise (autograd.h, "option
+ * structs"). */
+double tg_option_or(double value, double dflt);
+/* A number given as a plain argument, as an option field: 0 becomes
+ * TG_EXACT_ZERO, so that it stays 0. */
+double tg_option_literal(double value);
 
 #endif

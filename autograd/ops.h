@@ -88,13 +88,16 @@ tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b);
 tg_tensor *tg_maximum(const tg_tensor *a, const tg_tensor *b); // NaN wins
 tg_tensor *tg_minimum(const tg_tensor *a, const tg_tensor *b);
 
-/* a + s, a - s, s - a, a * s, a / s and a ** exponent. New references; a
- * borrowed. */
+/* a + s, a - s, s - a, a * s, a / s, s / a and a ** exponent: Python's
+ * a + 2, a - 2, 2 - a (__rsub__), a * 2, a / 2, 2 / a (__rtruediv__) and
+ * a ** 2. s / a is true division, so an int64 a gives float32 (as
+ * 10 / torch.tensor([4]) does). New references; a borrowed. */
 tg_tensor *tg_add_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_sub_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s); // s - a
 tg_tensor *tg_mul_scalar(const tg_tensor *a, double s);
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s);
+tg_tensor *tg_rdiv_scalar(const tg_tensor *a, double s); // s / a
 tg_tensor *tg_pow_scalar(const tg_tensor *a, double exponent);
 
 /* -x, exp, log, sqrt, 1 / sqrt, |x|, tanh, sigmoid and max(x, 0),
@@ -248,22 +251,26 @@ tg_tensor *tg_layer_norm_composed(const tg_tensor *x,
                                   const tg_tensor *weight,
                                   const tg_tensor *bias, double eps);
 
+/* A field left 0 means its default (autograd.h, "option structs"). */
 typedef struct tg_batch_norm_options {
-    /* true: normalise with this batch's statistics and update the running
-     * ones; false: normalise with the running statistics. */
-    bool training;
+    /* false (default): training, normalise with this batch's statistics
+     * and update the running ones; true: eval, normalise with the running
+     * statistics (torch.nn.functional.batch_norm's training=False). */
+    bool eval;
     /* running = (1 - momentum) * running + momentum * batch statistic, in
-     * [0, 1]. PyTorch's default is 0.1; its momentum=None (a cumulative
-     * average) is 1 / num_batches_tracked, which the modules compute. */
+     * [0, 1]. 0: PyTorch's default 0.1 (TG_EXACT_ZERO: the running
+     * statistics stay). PyTorch's momentum=None (a cumulative average) is
+     * 1 / num_batches_tracked, which the modules compute. */
     double momentum;
-    double eps; // inside the sqrt; default 1e-5
+    double eps; // inside the sqrt; 0: 1e-5 (TG_EXACT_ZERO: none)
     /* The variance used to normalise in training: sum((x - mean)^2) /
      * (n - correction). 0 (default) is PyTorch's biased variance; 1 is the
      * unbiased variance that makemore part 4 uses, whose backward has an
      * extra factor n / (n - 1). The running variance is always unbiased. */
     int64_t correction;
 } tg_batch_norm_options;
-/* training true, momentum 0.1, eps 1e-5, correction 0. */
+/* training (eval false), momentum 0.1, eps 1e-5, correction 0: what a
+ * zero-initialised struct and NULL mean. */
 tg_batch_norm_options tg_batch_norm_defaults(void);
 
 /* As torch.nn.functional.batch_norm(x, running_mean, running_var, weight,
@@ -441,7 +448,7 @@ tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes);
  * autograd/ops/sync_batch_norm_math.c). The result equals tg_batch_norm_ex
  * on the whole batch up to rounding, running statistics included: a way
  * to study data-parallel BatchNorm on a machine without MPI
- * (docs/distributed.md). In eval (opts->training false) it is
+ * (docs/distributed.md). In eval (opts->eval true) it is
  * tg_batch_norm_ex with the running statistics. opts as tg_batch_norm_ex
  * (NULL: tg_batch_norm_defaults()); correction must be 0. Records
  * SyncBatchNormBackward. New reference; arguments borrowed (running_mean

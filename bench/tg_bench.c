@@ -296,7 +296,7 @@ static int setup_mlp(bench *b)
     tg_manual_seed(0);
     b->mlp = tg_mlp_new(2, TG_SHAPE(width, width), 3,
                         tiny ? TG_NORM_LAYER : TG_NORM_BATCH, TG_ACT_RELU);
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     b->opt = b->mlp ? tg_sgd_new(b->mlp, &c) : NULL;
     b->mx = tg_randn(TG_SHAPE(batch, 2), TG_FLOAT32);
     b->my = tg_randint(0, 3, TG_SHAPE(batch));

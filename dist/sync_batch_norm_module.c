@@ -35,20 +35,20 @@ static tg_tensor *sync_bn_forward(tg_module *m, const tg_tensor *x)
     const sync_bn_data *d = tg_module_data(m);
     const tg_batch_norm_config *c = &d->config;
     // x of fewer than 2 dims is refused by tg_sync_batch_norm
-    bool training = tg_module_is_training(m) || !c->track_running_stats;
-    tg_tensor *w = c->affine ? tg_module_parameter(m, "weight") : NULL;
-    tg_tensor *b = c->affine ? tg_module_parameter(m, "bias") : NULL;
+    bool training = tg_module_is_training(m) || !!c->no_running_stats;
+    tg_tensor *w = !c->no_affine ? tg_module_parameter(m, "weight") : NULL;
+    tg_tensor *b = !c->no_affine ? tg_module_parameter(m, "bias") : NULL;
     tg_tensor *rm = NULL, *rv = NULL, *nbt = NULL;
-    if (c->track_running_stats) {
+    if (!c->no_running_stats) {
         rm = tg_module_buffer(m, "running_mean");
         rv = tg_module_buffer(m, "running_var");
         nbt = tg_module_buffer(m, "num_batches_tracked");
         if (!rm || !rv || !nbt)
             return NULL;
     }
-    if (c->affine && (!w || !b))
+    if (!c->no_affine && (!w || !b))
         return NULL;
-    bool count = tg_module_is_training(m) && c->track_running_stats;
+    bool count = tg_module_is_training(m) && !c->no_running_stats;
     int64_t batches = count ? *(const int64_t *)tg_base_ptr(nbt) + 1 : 0;
     double momentum =
         count && c->cumulative ? 1.0 / (double)batches : c->momentum;
@@ -73,7 +73,7 @@ static void sync_bn_describe(const tg_module *m, char *buf, size_t size)
     snprintf(buf, size,
              "%lld, eps=%s, momentum=%s, affine=%s, track_running_stats=%s",
              (long long)d->num_features, tg_py_float(c->eps, eps), momentum,
-             tg_py_bool(c->affine), tg_py_bool(c->track_running_stats));
+             tg_py_bool(!c->no_affine), tg_py_bool(!c->no_running_stats));
 }
 
 static const tg_module_type sync_bn_type = {
@@ -83,8 +83,11 @@ static const tg_module_type sync_bn_type = {
  * after an error under fn. */
 static tg_module *sync_bn_make(const char *fn, tg_process_group *pg,
                                int64_t num_features,
-                               const tg_batch_norm_config *c)
+                               const tg_batch_norm_config *config)
 {
+    // fields left 0 become their defaults, once, here
+    tg_batch_norm_config rc = tg_batch_norm_config_resolve(config);
+    const tg_batch_norm_config *c = &rc;
     if (num_features < 1) {
         tg_error(fn,
                  "num_features is %lld\n"
@@ -101,13 +104,13 @@ static tg_module *sync_bn_make(const char *fn, tg_process_group *pg,
                  "  rule: SyncBatchNorm normalises with the biased variance "
                  "(correction 0), as PyTorch's does\n"
                  "  hint: leave correction at 0 "
-                 "(tg_batch_norm_config_default())",
+                 "(tg_batch_norm_config_defaults())",
                  (long long)c->correction);
         return NULL;
     }
-    tg_batch_norm_options o = {.training = true,
-                               .momentum = c->cumulative ? 0.0 : c->momentum,
-                               .eps = c->eps};
+    tg_batch_norm_options o = {
+        .momentum = c->cumulative ? TG_EXACT_ZERO : tg_option_literal(c->momentum),
+        .eps = tg_option_literal(c->eps)};
     if (tg_batch_norm_options_check(fn, &o) < 0)
         return NULL;
     tg_module *m = tg_module_new(&sync_bn_type);
@@ -136,18 +139,18 @@ tg_module *tg_sync_batch_norm_new(tg_process_group *pg, int64_t num_features,
 {
     if (!pg)
         return NULL;
-    tg_batch_norm_config c =
-        config ? *config : tg_batch_norm_config_default();
     tg_module *m = sync_bn_make("tg_sync_batch_norm_new", pg, num_features,
-                                &c);
+                                config);
     if (!m)
         return NULL;
     int rc = 0;
-    if (c.affine) {
+    const tg_batch_norm_config c =
+        ((const sync_bn_data *)tg_module_data_const(m))->config;
+    if (!c.no_affine) {
         rc |= add_filled(m, "weight", true, num_features, 1.0);
         rc |= add_filled(m, "bias", true, num_features, 0.0);
     }
-    if (c.track_running_stats) {
+    if (!c.no_running_stats) {
         rc |= add_filled(m, "running_mean", false, num_features, 0.0);
         rc |= add_filled(m, "running_var", false, num_features, 1.0);
         rc |= add_filled(m, "num_batches_tracked", false, -1, 0.0);
@@ -176,10 +179,10 @@ static tg_module *sync_bn_from(const tg_module *bn, tg_process_group *pg)
     static const char *const buffers[] = {"running_mean", "running_var",
                                           "num_batches_tracked"};
     int rc = 0;
-    for (int k = 0; k < 2 && desc.config.affine; k++)
+    for (int k = 0; k < 2 && !desc.config.no_affine; k++)
         rc |= tg_module_add_parameter(m, params[k],
                                       tg_module_parameter(bn, params[k]));
-    for (int k = 0; k < 3 && desc.config.track_running_stats; k++)
+    for (int k = 0; k < 3 && !desc.config.no_running_stats; k++)
         rc |= tg_module_add_buffer(m, buffers[k],
                                    tg_module_buffer(bn, buffers[k]));
     if (rc) {

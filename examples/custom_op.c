@@ -72,15 +72,15 @@ static const tg_function silu_wrong_fn = {"SiLUWrongBackward", silu_forward,
                                           silu_wrong_backward, 0};
 
 /* What tg_gradcheck differentiates: inputs -> output (a new reference). */
-static tg_tensor *check_silu(const tg_tensor *const *inputs, int n, void *ctx)
+static tg_tensor *check_silu(const tg_tensor *const *inputs, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return silu(inputs[0]);
 }
 
-static tg_tensor *check_silu_wrong(const tg_tensor *const *inputs, int n, void *ctx)
+static tg_tensor *check_silu_wrong(const tg_tensor *const *inputs, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     const tg_tensor *x = inputs[0];
     return tg_function_apply(&silu_wrong_fn, &x, 1, NULL);
 }

@@ -209,8 +209,7 @@ int main(int argc, char **argv)
 
     tg_module *m[VARIANTS] = {0};
     tg_optimizer *opt[VARIANTS] = {0};
-    tg_sgd_config sgd = tg_sgd_config_default(o.lr);
-    sgd.momentum = MOMENTUM;
+    tg_sgd_config sgd = {.lr = o.lr, .momentum = MOMENTUM};
     int status = 0;
     for (int v = 0; v < VARIANTS; v++) {
         if (v == SINGLE && rank != 0)

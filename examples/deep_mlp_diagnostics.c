@@ -432,11 +432,14 @@ static int take_snapshot(const model *m, int depth, tg_tensor *const *acts,
     }
     for (int i = 0; i < m->nweights; i++) {
         const tg_tensor *W = m->weights[i];
-        tstats ws;
-        if (!W->grad || stats_of(W->grad, &s->wgrad[i]) != 0 ||
-            stats_of(W, &ws) != 0)
+        tg_grad_summary gs;
+        if (!W->grad || tg_param_grad_summary(W, &gs) != 0)
             return -1;
-        s->grad_data[i] = s->wgrad[i].std / ws.std;
+        s->wgrad[i] = (tstats){gs.grad_mean, gs.grad_std, NAN};
+        s->grad_data[i] = gs.grad_data;
+        tstats ws;
+        if (stats_of(W, &ws) != 0) // the weight's own mean, for the CSV
+            return -1;
         skipped += write_histogram(w->hist, v->name, step, "weight_grad",
                                    i + 1, W->grad);
         fprintf(w->layers, "%s,%d,weight,%d,%lldx%lld,%.6g,%.6g,,%.6g,%.6g,"
@@ -528,7 +531,7 @@ static int train_variant(const options *o, const variant *v,
     int rc = -1;
     if (!batches || model_build(o, v, &m) != 0)
         goto done;
-    tg_sgd_config cfg = tg_sgd_config_default(o->lr);
+    tg_sgd_config cfg = {.lr = o->lr};
     opt = tg_sgd_new(m.seq, &cfg);
     if (!opt)
         goto done;

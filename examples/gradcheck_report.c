@@ -135,20 +135,20 @@ typedef struct fn_ctx {
 } fn_ctx;
 
 /* inputs: x (N, D), weight (D,), bias (D,) -> LayerNorm over D */
-static tg_tensor *f_layer_norm(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_layer_norm(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    ((fn_ctx *)ctx)->calls++;
+    ((fn_ctx *)user)->calls++;
     int64_t d = in[0]->shape[1];
     return tg_layer_norm(in[0], &d, 1, in[1], in[2], 1e-5);
 }
 
 /* inputs: x (N, C), weight (C,), bias (C,) -> sum(R * BN(x)), BN in
  * training mode with no running statistics */
-static tg_tensor *f_batch_norm(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_batch_norm(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    fn_ctx *c = ctx;
+    fn_ctx *c = user;
     c->calls++;
     tg_tensor *y = tg_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1,
                                  1e-5);
@@ -160,9 +160,9 @@ static tg_tensor *f_batch_norm(const tg_tensor *const *in, int n, void *ctx)
 }
 
 /* the same without the weighting: sum(BN(x)) */
-static tg_tensor *f_batch_norm_sum(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_batch_norm_sum(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *y = tg_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1,
                                  1e-5);
     tg_tensor *loss = tg_sum(y, NULL, 0, false);
@@ -171,10 +171,10 @@ static tg_tensor *f_batch_norm_sum(const tg_tensor *const *in, int n, void *ctx)
 }
 
 /* inputs: x (N, D), weight (D,) -> RMSNorm(x) * weight */
-static tg_tensor *f_rms_norm(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_rms_norm(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    fn_ctx *c = ctx;
+    fn_ctx *c = user;
     c->calls++;
     return tg_function_apply(c->fn, in, 2, NULL); // f's inputs, as they are
 }

@@ -233,7 +233,7 @@ static void biased_unbiased(void)
     /* BatchNorm1d(1) sees r as a batch of 8 samples of one feature. With
      * momentum=None (cumulative) the first batch replaces the running
      * statistics, so the buffers show exactly what one batch stores. */
-    tg_batch_norm_config cfg = tg_batch_norm_config_default();
+    tg_batch_norm_config cfg = tg_batch_norm_config_defaults();
     cfg.cumulative = true;
     tg_module *bn = tg_batch_norm1d_new(1, &cfg);
     tg_tensor *col = tg_reshape(r, TG_SHAPE(8, 1)); // (N, C) = (8, 1)
@@ -267,7 +267,7 @@ static void biased_unbiased(void)
 
     /* makemore part 4 normalises with the unbiased variance in training
      * too: correction = 1 divides by sqrt(32/7 + eps) instead. */
-    cfg = tg_batch_norm_config_default();
+    cfg = tg_batch_norm_config_defaults();
     cfg.correction = 1;
     tg_module *bn1 = tg_batch_norm1d_new(1, &cfg);
     tg_tensor *mm = bn1 ? tg_module_forward(bn1, col) : NULL;

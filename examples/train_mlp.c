@@ -363,10 +363,10 @@ static int train_variant(const options *o, const variant *v,
 
     tg_optimizer *opt;
     if (o->adam) {
-        tg_adam_config c = tg_adam_config_default(o->lr);
+        tg_adam_config c = {.lr = o->lr};
         opt = tg_adam_new(m, &c);
     } else {
-        tg_sgd_config c = tg_sgd_config_default(o->lr);
+        tg_sgd_config c = {.lr = o->lr};
         c.momentum = SGD_MOMENTUM;
         opt = tg_sgd_new(m, &c);
     }

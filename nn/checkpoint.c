@@ -34,8 +34,10 @@
  * between those two renames leaves no <dir>, and tg_module_load then
  * names the folder that holds the previous checkpoint.
  *
- * What this file is not: no optimiser state (momentum buffers, Adam's
- * moments, the step count) and no gradients are saved; the architecture
+ * The same atomic writer saves an optimiser's state (tg_optimizer_save,
+ * nn/optim.c) through tg_checkpoint_write.
+ *
+ * What this file is not: no gradients are saved; the architecture
  * is not saved either (build the same model, then load). Files in the
  * folder that name no tensor of the module are ignored, not an error
  * (PyTorch's load_state_dict(strict=True) would refuse them). A folder
@@ -50,6 +52,7 @@
 #include "nn.h"
 
 #include "../tensor/internal.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -501,11 +504,19 @@ int tg_module_save(const tg_module *m, const char *dir)
     int n = list_tensors(fn, m, &items);
     if (n < 0)
         return -1;
-    save_paths p;
-    if (save_paths_make(fn, dir, &p) < 0) {
-        free(items);
+    int rc = tg_checkpoint_write(fn, dir, items, n);
+    free(items);
+    return rc;
+}
+
+int tg_checkpoint_write(const char *fn, const char *dir,
+                        const tg_named_tensor *items, int n)
+{
+    if (!dir_ok(fn, dir))
         return -1;
-    }
+    save_paths p;
+    if (save_paths_make(fn, dir, &p) < 0)
+        return -1;
     char a[TG_PATH_SHOWN_MAX + 1];
     size_t made = 0;
     struct stat st;
@@ -546,7 +557,6 @@ int tg_module_save(const tg_module *m, const char *dir)
         rc = clear_previous(fn, &p, previous, items, n);
     }
     save_paths_free(&p);
-    free(items);
     return rc;
 }
 

@@ -23,4 +23,17 @@ const char *tg_py_bool(bool b);
  * bytes). */
 const char *tg_py_float(double v, char buf[32]);
 
+/* Writes every tensor of items[0 .. n) as <dir>/<name>.npy, atomically
+ * (all of them or, on failure, none: the previous content of dir stays),
+ * as tg_module_save does; errors name fn. Returns 0 or -1; arguments
+ * borrowed. */
+typedef struct tg_named_tensor tg_named_tensor;
+int tg_checkpoint_write(const char *fn, const char *dir,
+                        const tg_named_tensor *items, int n);
+
+/* config with every field left 0 replaced by its default (a literal 0,
+ * TG_EXACT_ZERO, becomes 0.0); NULL: the defaults (nn/norm.c). */
+tg_batch_norm_config
+tg_batch_norm_config_resolve(const tg_batch_norm_config *config);
+
 #endif

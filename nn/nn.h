@@ -152,25 +152,30 @@ int tg_module_print(const tg_module *m); // to stdout, with a newline
 tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
                              double eps, bool elementwise_affine);
 
+/* A field left 0 means its default (autograd.h, "option structs"), so
+ * {.cumulative = true} is PyTorch's BatchNorm1d(C, momentum=None) with
+ * every other setting as PyTorch's. */
 typedef struct tg_batch_norm_config {
-    double eps;      // 1e-5
-    double momentum; // 0.1; ignored when cumulative
+    double eps;      // 0: 1e-5 (TG_EXACT_ZERO: none)
+    double momentum; // 0: 0.1 (TG_EXACT_ZERO: the buffers stay); ignored
+                     // when cumulative
     /* PyTorch's momentum=None: the running statistics are the plain
      * average of every batch seen, momentum = 1 / num_batches_tracked (the
      * first batch replaces the initial values). */
     bool cumulative;
-    bool affine;              // "weight" (ones) and "bias" (zeros), (C,)
-    /* Buffers "running_mean" (zeros), "running_var" (ones) and
-     * "num_batches_tracked" (int64 0-d); without them batch statistics are
-     * used in eval too. */
-    bool track_running_stats;
+    /* affine=False: no "weight" (ones) and "bias" (zeros), (C,). */
+    bool no_affine;
+    /* track_running_stats=False: no buffers "running_mean" (zeros),
+     * "running_var" (ones) and "num_batches_tracked" (int64 0-d); batch
+     * statistics are then used in eval too. */
+    bool no_running_stats;
     /* 0: PyTorch's biased training variance; 1: makemore's unbiased one
      * (see tg_batch_norm_options). */
     int64_t correction;
 } tg_batch_norm_config;
 /* eps 1e-5, momentum 0.1, not cumulative, affine, tracking, correction 0:
- * PyTorch's defaults. */
-tg_batch_norm_config tg_batch_norm_config_default(void);
+ * PyTorch's defaults, and what a zero-initialised struct and NULL mean. */
+tg_batch_norm_config tg_batch_norm_config_defaults(void);
 
 /* nn.BatchNorm1d(num_features): input (N, C) or (N, C, L).
  * nn.BatchNorm2d(num_features): input (N, C, H, W).
@@ -283,27 +288,37 @@ typedef struct tg_optimizer tg_optimizer;
 /* torch.optim.SGD: g = grad + weight_decay * p; with momentum,
  * buf = g at the first step, then buf = momentum * buf + (1 - dampening) * g,
  * and g = g + momentum * buf (nesterov) or g = buf; then p -= lr * g. */
+/* A field left 0 means its default (autograd.h, "option structs"):
+ * {.lr = 0.1, .momentum = 0.9} is SGD(lr=0.1, momentum=0.9). */
 typedef struct tg_sgd_config {
-    double lr;
+    double lr;           // 0: 1e-3 (TG_EXACT_ZERO: a rate of 0)
     double momentum;     // 0
     double dampening;    // 0
     double weight_decay; // 0
     bool nesterov;       // needs momentum > 0 and dampening 0
 } tg_sgd_config;
-tg_sgd_config tg_sgd_config_default(double lr);
+/* lr 1e-3, momentum 0, dampening 0, weight decay 0, not nesterov: what a
+ * zero-initialised struct and NULL mean. */
+tg_sgd_config tg_sgd_config_defaults(void);
 
 /* torch.optim.Adam and AdamW: m = beta1 m + (1 - beta1) g,
  * v = beta2 v + (1 - beta2) g^2, p -= lr / (1 - beta1^t) * m /
  * (sqrt(v) / sqrt(1 - beta2^t) + eps). Adam adds weight_decay * p to g;
  * AdamW instead multiplies p by (1 - lr * weight_decay) first. */
+/* A field left 0 means its default (autograd.h, "option structs"); a
+ * literal 0 is TG_EXACT_ZERO: {.beta1 = TG_EXACT_ZERO} for no first-moment
+ * average, {.weight_decay = TG_EXACT_ZERO} for AdamW without decay. */
 typedef struct tg_adam_config {
-    double lr;           // 1e-3
-    double beta1, beta2; // 0.9, 0.999
-    double eps;          // 1e-8
-    double weight_decay; // 0 for Adam, 1e-2 for AdamW
+    double lr;           // 0: 1e-3
+    double beta1;        // 0: 0.9
+    double beta2;        // 0: 0.999
+    double eps;          // 0: 1e-8
+    double weight_decay; // 0: 0 for Adam, 1e-2 for AdamW
 } tg_adam_config;
-tg_adam_config tg_adam_config_default(double lr);
-tg_adam_config tg_adamw_config_default(double lr);
+/* What a zero-initialised struct and NULL mean: lr 1e-3, betas 0.9 and
+ * 0.999, eps 1e-8, and weight decay 0 (Adam) or 1e-2 (AdamW). */
+tg_adam_config tg_adam_config_defaults(void);
+tg_adam_config tg_adamw_config_defaults(void);
 
 /* A new optimiser for every parameter of m (m may be NULL: add tensors
  * with tg_optimizer_add_parameter). It keeps the tensors m has now: make
@@ -342,6 +357,36 @@ void tg_optimizer_free(tg_optimizer *opt);
 double tg_lr_step(double base_lr, int64_t t, int64_t step_size, double gamma);
 double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
 
+/* ------------------------------------------------------------ diagnostics */
+
+/* What makemore part 3 prints for each weight after a backward:
+ *   weight (27, 10) | mean +0.000000 | std 1.019e-02 | grad:data ratio ...
+ * i.e. p.grad.mean(), p.grad.std() and p.grad.std() / p.std(), the stds
+ * unbiased as torch.std (n - 1). Computed in the parameter's dtype, as
+ * PyTorch does, and given as doubles. */
+typedef struct tg_grad_summary {
+    char name[TG_NAME_MAX]; // the dotted name ("" for a bare tensor)
+    int ndim;               // the lecture shows the 2-D ones (weights)
+    int64_t shape[TG_MAX_DIMS];
+    bool has_grad;          // false: no .grad yet; the numbers are NaN
+    double grad_mean;       // mean(p.grad)
+    double grad_std;        // std(p.grad), unbiased
+    double data_std;        // std(p), unbiased
+    double grad_data;       // grad_std / data_std
+} tg_grad_summary;
+
+/* The summary of one parameter p (any float tensor; a p without .grad
+ * gives has_grad false and NaN numbers). A tensor of one element has NaN
+ * stds, as torch.std. Returns 0, or -1 on error. Arguments borrowed (out
+ * is written). */
+int tg_param_grad_summary(const tg_tensor *p, tg_grad_summary *out);
+/* The summaries of every parameter of m, in tg_module_named_parameters'
+ * order, with their names: fills out[0 .. max) and returns how many
+ * parameters there are (out may be NULL to count), or -1. Arguments
+ * borrowed (out is written). */
+int tg_module_grad_summaries(const tg_module *m, tg_grad_summary *out,
+                             int max);
+
 /* ------------------------------------------------------------ checkpoints */
 
 /* Saves every parameter and buffer of m as <dir>/<dotted name>.npy
@@ -350,6 +395,20 @@ double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min);
  * its first name (PyTorch's state_dict keeps every name). Returns 0 or
  * -1; arguments borrowed. */
 int tg_module_save(const tg_module *m, const char *dir);
+/* Saves opt's state (each parameter's step count and its momentum buffer
+ * or Adam's two moments, the optimiser's step count and learning rate)
+ * into the folder dir, as torch.save(optimizer.state_dict()), atomically
+ * as tg_module_save: the folder holds the whole previous state or the
+ * whole new one. The other hyper-parameters are not saved: make the
+ * optimiser with the same config. Returns 0 or -1; arguments borrowed. */
+int tg_optimizer_save(const tg_optimizer *opt, const char *dir);
+/* Loads a state tg_optimizer_save wrote into opt, which must be of the
+ * same kind (SGD, Adam, AdamW) over parameters of the same count, shapes
+ * and dtypes, in the same order; otherwise nothing changes and the error
+ * says what differs. Training on after a load gives the same numbers, bit
+ * for bit, as training on without the save. Returns 0 or -1; arguments
+ * borrowed. */
+int tg_optimizer_load(tg_optimizer *opt, const char *dir);
 /* Loads what tg_module_save wrote into m's own tensors (in place, so
  * optimisers keep working). Every file must exist with exactly the
  * tensor's shape and dtype; otherwise nothing is changed and the error

@@ -121,12 +121,25 @@ typedef struct batch_norm_data {
     int spatial; // 1: BatchNorm1d, 2: BatchNorm2d
 } batch_norm_data;
 
-tg_batch_norm_config tg_batch_norm_config_default(void)
+tg_batch_norm_config tg_batch_norm_config_defaults(void)
 {
     return (tg_batch_norm_config){.eps = 1e-5, .momentum = 0.1,
-                                  .cumulative = false, .affine = true,
-                                  .track_running_stats = true,
+                                  .cumulative = false, .no_affine = false,
+                                  .no_running_stats = false,
                                   .correction = 0};
+}
+
+/* config with every field left 0 replaced by its default (and a literal
+ * 0 by 0.0); NULL: the defaults. */
+tg_batch_norm_config tg_batch_norm_config_resolve(const tg_batch_norm_config *config)
+{
+    tg_batch_norm_config d = tg_batch_norm_config_defaults();
+    if (!config)
+        return d;
+    tg_batch_norm_config c = *config;
+    c.eps = tg_option_or(c.eps, d.eps);
+    c.momentum = tg_option_or(c.momentum, d.momentum);
+    return c;
 }
 
 /* The count num_batches_tracked will hold after this batch, in *next. A
@@ -184,22 +197,24 @@ static tg_tensor *batch_norm_forward(tg_module *m, const tg_tensor *x)
         return NULL;
     }
     bool training = tg_module_is_training(m);
-    tg_tensor *w = c->affine ? tg_module_parameter(m, "weight") : NULL;
-    tg_tensor *b = c->affine ? tg_module_parameter(m, "bias") : NULL;
+    tg_tensor *w = !c->no_affine ? tg_module_parameter(m, "weight") : NULL;
+    tg_tensor *b = !c->no_affine ? tg_module_parameter(m, "bias") : NULL;
     tg_tensor *rm = NULL, *rv = NULL, *nbt = NULL;
-    if (c->track_running_stats) {
+    if (!c->no_running_stats) {
         rm = tg_module_buffer(m, "running_mean");
         rv = tg_module_buffer(m, "running_var");
         nbt = tg_module_buffer(m, "num_batches_tracked");
         if (!rm || !rv || !nbt)
             return NULL;
     }
-    if (c->affine && (!w || !b))
+    if (!c->no_affine && (!w || !b))
         return NULL;
+    /* c holds the values themselves (a 0 is a literal 0) */
     tg_batch_norm_options o = {
-        .training = training || !c->track_running_stats,
-        .momentum = c->momentum, .eps = c->eps, .correction = c->correction};
-    bool count = training && c->track_running_stats;
+        .eval = !training && !c->no_running_stats,
+        .momentum = tg_option_literal(c->momentum),
+        .eps = tg_option_literal(c->eps), .correction = c->correction};
+    bool count = training && !c->no_running_stats;
     int64_t batches = 0; // this one included
     if (count && batch_count_next(name, nbt, &batches) < 0)
         return NULL; // checked before the running statistics move
@@ -227,7 +242,8 @@ static void batch_norm_describe(const tg_module *m, char *buf, size_t size)
                        "track_running_stats=%s",
                        (long long)d->num_features, tg_py_float(c->eps, eps),
                        momentum,
-                       tg_py_bool(c->affine), tg_py_bool(c->track_running_stats));
+                       tg_py_bool(!c->no_affine),
+                       tg_py_bool(!c->no_running_stats));
     if (c->correction && len > 0 && (size_t)len < size)
         snprintf(buf + len, size - (size_t)len, ", correction=%lld",
                  (long long)c->correction);
@@ -244,8 +260,7 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
                                  int spatial, int64_t num_features,
                                  const tg_batch_norm_config *config)
 {
-    tg_batch_norm_config c =
-        config ? *config : tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_resolve(config);
     if (num_features < 1) {
         tg_error(fn,
                  "num_features is %lld\n"
@@ -257,10 +272,11 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
         return NULL;
     }
     /* The same checks as the op, made now rather than at the first batch. */
-    tg_batch_norm_options o = {.training = true, .momentum = c.momentum,
-                               .eps = c.eps, .correction = c.correction};
+    tg_batch_norm_options o = {.momentum = tg_option_literal(c.momentum),
+                               .eps = tg_option_literal(c.eps),
+                               .correction = c.correction};
     if (c.cumulative)
-        o.momentum = 0.0;
+        o.momentum = TG_EXACT_ZERO;
     if (tg_batch_norm_options_check(fn, &o) < 0)
         return NULL;
     tg_module *m = tg_module_new(type);
@@ -272,11 +288,11 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
     d->spatial = spatial;
     const int64_t C = num_features;
     int rc = 0;
-    if (c.affine) {
+    if (!c.no_affine) {
         rc |= add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
         rc |= add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
     }
-    if (c.track_running_stats) {
+    if (!c.no_running_stats) {
         rc |= add_filled(m, "running_mean", false, &C, 1, 0.0, TG_FLOAT32);
         rc |= add_filled(m, "running_var", false, &C, 1, 1.0, TG_FLOAT32);
         rc |= add_filled(m, "num_batches_tracked", false, NULL, 0, 0.0,
@@ -313,7 +329,12 @@ bool tg_batch_norm_module_info(const tg_module *m,
         return false;
     const batch_norm_data *d = tg_module_data_const(m);
     if (out)
-        *out = (tg_batch_norm_module_desc){d->num_features, d->spatial,
-                                           d->config};
+    {
+        // a literal 0 stays one when the config is passed back
+        tg_batch_norm_config c = d->config;
+        c.eps = tg_option_literal(c.eps);
+        c.momentum = tg_option_literal(c.momentum);
+        *out = (tg_batch_norm_module_desc){d->num_features, d->spatial, c};
+    }
     return true;
 }

@@ -59,22 +59,51 @@ struct tg_optimizer {
     int64_t steps;
 };
 
-tg_sgd_config tg_sgd_config_default(double lr)
+tg_sgd_config tg_sgd_config_defaults(void)
 {
-    return (tg_sgd_config){.lr = lr, .momentum = 0.0, .dampening = 0.0,
+    return (tg_sgd_config){.lr = 1e-3, .momentum = 0.0, .dampening = 0.0,
                            .weight_decay = 0.0, .nesterov = false};
 }
 
-tg_adam_config tg_adam_config_default(double lr)
+tg_adam_config tg_adam_config_defaults(void)
 {
-    return (tg_adam_config){.lr = lr, .beta1 = 0.9, .beta2 = 0.999,
+    return (tg_adam_config){.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999,
                             .eps = 1e-8, .weight_decay = 0.0};
 }
 
-tg_adam_config tg_adamw_config_default(double lr)
+tg_adam_config tg_adamw_config_defaults(void)
 {
-    tg_adam_config c = tg_adam_config_default(lr);
+    tg_adam_config c = tg_adam_config_defaults();
     c.weight_decay = 1e-2;
+    return c;
+}
+
+/* config with every field left 0 replaced by d's (and TG_EXACT_ZERO by a
+ * plain 0); NULL: d. */
+static tg_sgd_config sgd_resolve(const tg_sgd_config *config)
+{
+    tg_sgd_config d = tg_sgd_config_defaults();
+    if (!config)
+        return d;
+    tg_sgd_config c = *config;
+    c.lr = tg_option_or(c.lr, d.lr);
+    c.momentum = tg_option_or(c.momentum, d.momentum);
+    c.dampening = tg_option_or(c.dampening, d.dampening);
+    c.weight_decay = tg_option_or(c.weight_decay, d.weight_decay);
+    return c;
+}
+
+static tg_adam_config adam_resolve(const tg_adam_config *config,
+                                   tg_adam_config d)
+{
+    if (!config)
+        return d;
+    tg_adam_config c = *config;
+    c.lr = tg_option_or(c.lr, d.lr);
+    c.beta1 = tg_option_or(c.beta1, d.beta1);
+    c.beta2 = tg_option_or(c.beta2, d.beta2);
+    c.eps = tg_option_or(c.eps, d.eps);
+    c.weight_decay = tg_option_or(c.weight_decay, d.weight_decay);
     return c;
 }
 
@@ -219,7 +248,7 @@ static tg_optimizer *add_module(tg_optimizer *opt, const tg_module *m)
 tg_optimizer *tg_sgd_new(const tg_module *m, const tg_sgd_config *config)
 {
     const char *fn = "tg_sgd_new";
-    tg_sgd_config c = config ? *config : tg_sgd_config_default(1e-3);
+    tg_sgd_config c = sgd_resolve(config);
     if (!sgd_config_ok(fn, &c))
         return NULL;
     tg_optimizer *opt = optimizer_alloc(fn, OPTIM_SGD, c.lr);
@@ -241,13 +270,13 @@ static tg_optimizer *adam_new(const char *fn, optim_kind kind,
 
 tg_optimizer *tg_adam_new(const tg_module *m, const tg_adam_config *config)
 {
-    tg_adam_config c = config ? *config : tg_adam_config_default(1e-3);
+    tg_adam_config c = adam_resolve(config, tg_adam_config_defaults());
     return adam_new("tg_adam_new", OPTIM_ADAM, m, &c);
 }
 
 tg_optimizer *tg_adamw_new(const tg_module *m, const tg_adam_config *config)
 {
-    tg_adam_config c = config ? *config : tg_adamw_config_default(1e-3);
+    tg_adam_config c = adam_resolve(config, tg_adamw_config_defaults());
     return adam_new("tg_adamw_new", OPTIM_ADAMW, m, &c);
 }
 
@@ -704,4 +733,283 @@ double tg_lr_cosine(double base_lr, int64_t t, int64_t t_max, double eta_min)
     return eta_min +
            (base_lr - eta_min) * (1.0 + cos(pi * (double)t / (double)t_max)) /
                2.0;
+}
+
+/* ------------------------------------------------------------ checkpoints */
+/*
+ * An optimiser's state as a folder of .npy files, written atomically by
+ * the writer of tg_module_save (nn/checkpoint.c):
+ *   header.npy   int64 (4,): format 1, kind (0 SGD, 1 Adam, 2 AdamW),
+ *                number of parameters, steps taken
+ *   lr.npy       float64 0-d: the learning rate of the next step
+ *   params.npy   int64 (n, 2 + TG_MAX_DIMS): each parameter's dtype
+ *                (0 float32, 1 float64), ndim and shape, to refuse a state
+ *                of other parameters
+ *   <i>.step.npy int64 0-d: the steps parameter i has taken
+ *   <i>.momentum_buffer.npy (SGD), <i>.exp_avg.npy and <i>.exp_avg_sq.npy
+ *                (Adam, AdamW): the state, when parameter i has stepped
+ * The hyper-parameters other than lr are the optimiser's own: make it
+ * with the same config. Parameters are matched by position, in the order
+ * they were added (a module's named_parameters order).
+ */
+
+#define STATE_FORMAT 1
+
+static const char *const KIND_NAMES[] = {"SGD", "Adam", "AdamW"};
+
+static int add_item(tg_named_tensor *items, int *n, tg_tensor *t,
+                    const char *fmt, int i)
+{
+    if (!t)
+        return -1;
+    snprintf(items[*n].name, sizeof items[*n].name, fmt, i);
+    items[(*n)++].tensor = t;
+    return 0;
+}
+
+int tg_optimizer_save(const tg_optimizer *opt, const char *dir)
+{
+    const char *fn = "tg_optimizer_save";
+    if (!opt)
+        return -1;
+    int cap = 3 + 3 * opt->n, n = 0;
+    tg_named_tensor *items = tg_calloc((size_t)cap, sizeof *items);
+    int64_t *table = tg_calloc((size_t)(opt->n > 0 ? opt->n : 1),
+                               (2 + TG_MAX_DIMS) * sizeof *table);
+    int rc = items && table ? 0 : -1;
+    if (rc < 0)
+        tg_error(fn, "out of memory for the state of %d parameters",
+                 opt->n);
+    int64_t header[4] = {STATE_FORMAT, opt->kind, opt->n, opt->steps};
+    for (int i = 0; rc == 0 && i < opt->n; i++) {
+        const tg_tensor *p = opt->slots[i].param;
+        int64_t *row = table + i * (2 + TG_MAX_DIMS);
+        row[0] = p->dtype;
+        row[1] = p->ndim;
+        memcpy(row + 2, p->shape, (size_t)p->ndim * sizeof *row);
+    }
+    if (rc == 0)
+        rc = add_item(items, &n,
+                      tg_from_array(header, TG_SHAPE(4), TG_INT64),
+                      "header", 0) |
+             add_item(items, &n, tg_scalar(opt->lr, TG_FLOAT64), "lr", 0) |
+             add_item(items, &n,
+                      tg_from_array(table,
+                                    TG_SHAPE(opt->n, 2 + TG_MAX_DIMS),
+                                    TG_INT64),
+                      "params", 0);
+    const char *buf_name = opt->kind == OPTIM_SGD ? "%d.momentum_buffer"
+                                                  : "%d.exp_avg";
+    for (int i = 0; rc == 0 && i < opt->n; i++) {
+        const param_slot *s = &opt->slots[i];
+        rc |= add_item(items, &n, tg_scalar((double)s->step, TG_INT64),
+                       "%d.step", i);
+        if (s->step > 0 && s->buf)
+            rc |= add_item(items, &n, tg_retain(s->buf), buf_name, i);
+        if (s->step > 0 && s->sq)
+            rc |= add_item(items, &n, tg_retain(s->sq), "%d.exp_avg_sq", i);
+    }
+    if (rc == 0)
+        rc = tg_checkpoint_write(fn, dir, items, n);
+    for (int i = 0; i < n; i++)
+        tg_release(items[i].tensor);
+    free(items);
+    free(table);
+    return rc;
+}
+
+/* <dir>/<name>.npy read (new reference), or NULL with an error naming
+ * what is missing or wrong. */
+static tg_tensor *read_state(const char *fn, const char *dir,
+                             const char *name)
+{
+    size_t size = strlen(dir) + strlen(name) + 6;
+    char *path = tg_malloc(size);
+    if (!path) {
+        tg_error(fn, "out of memory for a file name");
+        return NULL;
+    }
+    snprintf(path, size, "%s/%s.npy", dir, name);
+    tg_error_handler h = tg_set_error_handler(tg_error_handler_quiet);
+    tg_tensor *t = tg_load_npy(path);
+    tg_set_error_handler(h);
+    if (!t) {
+        char why[1536];
+        const char *msg = tg_last_error();
+        if (strncmp(msg, "tg_load_npy: ", 13) == 0)
+            msg += 13; // said once, as ours
+        snprintf(why, sizeof why, "%s", msg);
+        tg_error(fn,
+                 "cannot read %s of the optimiser state in '%s': %s\n"
+                 "  rule: the folder holds what tg_optimizer_save wrote\n"
+                 "  hint: check the path; a model checkpoint "
+                 "(tg_module_save) is another folder",
+                 name, dir, why);
+    }
+    free(path);
+    return t;
+}
+
+/* Whether t is an int64 tensor of n elements (NULL: no, quietly). */
+static bool int64_of(const tg_tensor *t, int64_t n)
+{
+    return t && t->dtype == TG_INT64 && t->numel == n;
+}
+
+static int state_mismatch(const char *fn, const char *dir, const char *what,
+                          const char *hint)
+{
+    tg_error(fn,
+             "the optimiser state in '%s' does not fit: %s\n"
+             "  rule: a state is loaded into an optimiser of the same kind, "
+             "over parameters of the same count, shapes and dtypes, in the "
+             "same order\n"
+             "  hint: %s",
+             dir, what, hint);
+    return -1;
+}
+
+/* Reads and checks every file of the state before anything changes. */
+static int state_read(const char *fn, const tg_optimizer *opt,
+                      const char *dir, tg_tensor **loaded, double *lr,
+                      int64_t *steps)
+{
+    char what[512];
+    tg_tensor *header = read_state(fn, dir, "header");
+    tg_tensor *lrt = header ? read_state(fn, dir, "lr") : NULL;
+    tg_tensor *table = lrt ? read_state(fn, dir, "params") : NULL;
+    int rc = table ? 0 : -1;
+    const int64_t *h = rc == 0 && int64_of(header, 4)
+                           ? (const int64_t *)tg_base_ptr(header)
+                           : NULL;
+    if (rc == 0 && (!h || h[0] != STATE_FORMAT || h[1] < 0 || h[1] > 2 ||
+                    lrt->dtype != TG_FLOAT64 || lrt->numel != 1)) {
+        rc = state_mismatch(fn, dir, "its header is not one tg_optimizer_save "
+                                     "writes",
+                            "was it written by tg_optimizer_save?");
+    } else if (rc == 0 && h[1] != opt->kind) {
+        snprintf(what, sizeof what, "it is the state of %s, this optimiser "
+                                    "is %s",
+                 KIND_NAMES[h[1]], KIND_NAMES[opt->kind]);
+        rc = state_mismatch(fn, dir, what,
+                            "make the optimiser of the kind saved "
+                            "(tg_sgd_new, tg_adam_new, tg_adamw_new)");
+    } else if (rc == 0 && (h[2] != opt->n ||
+                           !int64_of(table, opt->n * (2 + TG_MAX_DIMS)))) {
+        snprintf(what, sizeof what, "it has %lld parameters, this "
+                                    "optimiser has %d",
+                 (long long)h[2], opt->n);
+        rc = state_mismatch(fn, dir, what,
+                            "make the optimiser over the same model, after "
+                            "tg_module_to_dtype if the saved one was");
+    }
+    for (int i = 0; rc == 0 && i < opt->n; i++) {
+        const tg_tensor *p = opt->slots[i].param;
+        const int64_t *row =
+            (const int64_t *)tg_base_ptr(table) + i * (2 + TG_MAX_DIMS);
+        bool same = row[0] == p->dtype && row[1] == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++)
+            same = row[2 + d] == p->shape[d];
+        if (!same) {
+            char label[TG_NAME_MAX + 32], ps[TG_SHAPE_STR_MAX];
+            snprintf(what, sizeof what, "%s is %s %s, the saved one is not "
+                                        "(dtype %lld, %lld dims)",
+                     slot_label(opt, i, label, sizeof label),
+                     tg_dtype_name(p->dtype), tg_shape_str(p, ps),
+                     (long long)row[0], (long long)row[1]);
+            rc = state_mismatch(fn, dir, what,
+                                "build the model with the same layers, "
+                                "sizes and dtype as the one saved");
+        }
+    }
+    const char *buf_name = opt->kind == OPTIM_SGD ? "%d.momentum_buffer"
+                                                  : "%d.exp_avg";
+    for (int i = 0; rc == 0 && i < opt->n; i++) {
+        const tg_tensor *p = opt->slots[i].param;
+        char name[64];
+        snprintf(name, sizeof name, "%d.step", i);
+        tg_tensor *st = read_state(fn, dir, name);
+        int64_t step = int64_of(st, 1) ? *(const int64_t *)tg_base_ptr(st)
+                                       : -1;
+        tg_release(st);
+        if (!st || step < 0) {
+            if (st)
+                rc = state_mismatch(fn, dir, "a step count is not a "
+                                             "count", "was it written by "
+                                             "tg_optimizer_save?");
+            rc = -1;
+            break;
+        }
+        loaded[3 * i] = tg_scalar((double)step, TG_INT64);
+        bool want_buf = step > 0 && (opt->kind != OPTIM_SGD ||
+                                     opt->sgd.momentum != 0.0);
+        for (int k = 1; rc == 0 && k <= 2; k++) {
+            if (!want_buf || (k == 2 && opt->kind == OPTIM_SGD))
+                continue;
+            snprintf(name, sizeof name, k == 1 ? buf_name : "%d.exp_avg_sq",
+                     i);
+            tg_tensor *t = read_state(fn, dir, name);
+            if (!t) {
+                rc = -1;
+            } else if (t->dtype != p->dtype || !tg_same_shape(t, p)) {
+                tg_release(t);
+                snprintf(what, sizeof what, "%s does not have its "
+                                            "parameter's shape and dtype",
+                         name);
+                rc = state_mismatch(fn, dir, what, "was it written by "
+                                                   "tg_optimizer_save?");
+            } else {
+                loaded[3 * i + k] = t;
+            }
+        }
+    }
+    if (rc == 0) {
+        *lr = tg_item(lrt);
+        *steps = h[3];
+    }
+    tg_release(header);
+    tg_release(lrt);
+    tg_release(table);
+    return rc;
+}
+
+int tg_optimizer_load(tg_optimizer *opt, const char *dir)
+{
+    const char *fn = "tg_optimizer_load";
+    if (!opt)
+        return -1;
+    if (!dir || !*dir) {
+        tg_error(fn, "the folder name is %s\n"
+                     "  rule: the state is a folder of .npy files\n"
+                     "  hint: tg_optimizer_load(opt, \"ckpt/optim\")",
+                 dir ? "empty" : "NULL");
+        return -1;
+    }
+    tg_tensor **loaded =
+        tg_calloc((size_t)(3 * opt->n + 1), sizeof *loaded);
+    if (!loaded) {
+        tg_error(fn, "out of memory for the state of %d parameters",
+                 opt->n);
+        return -1;
+    }
+    double lr = 0.0;
+    int64_t steps = 0;
+    int rc = state_read(fn, opt, dir, loaded, &lr, &steps);
+    for (int i = 0; rc == 0 && i < opt->n; i++) {
+        param_slot *s = &opt->slots[i];
+        s->step = *(const int64_t *)tg_base_ptr(loaded[3 * i]);
+        tg_release(s->buf);
+        tg_release(s->sq);
+        s->buf = loaded[3 * i + 1];
+        s->sq = loaded[3 * i + 2];
+        loaded[3 * i + 1] = loaded[3 * i + 2] = NULL;
+    }
+    if (rc == 0) {
+        opt->lr = lr;
+        opt->steps = steps;
+    }
+    for (int i = 0; i < 3 * opt->n; i++)
+        tg_release(loaded[i]);
+    free(loaded);
+    return rc;
 }

@@ -11,7 +11,7 @@
  * The _scalar forms (and rsub) call the tensor op with a 0-d tensor that
  * needs no gradient (tg_scalar_apply), so they record the tensor op's node:
  * x - 2 is SubBackward0 and 2 - x too (PyTorch names the latter
- * RsubBackward1). pow_scalar is the exception: it records its own
+ * RsubBackward1); 2 / x is DivBackward0, as in PyTorch. pow_scalar is the exception: it records its own
  * PowBackward0, as PyTorch's x ** 2 does, and tg_pow records PowBackward1.
  *
  * Not here: the comparisons, where and clamp (compare.c).
@@ -189,6 +189,14 @@ tg_tensor *tg_div(const tg_tensor *a, const tg_tensor *b)
 tg_tensor *tg_div_scalar(const tg_tensor *a, double s)
 {
     return tg_scalar_apply(tg_div, a, s, false);
+}
+
+/* s / a: tg_div with the 0-d s first, so its backward is div's db,
+ *   da = -g * out / a = -g * s / a^2
+ * (PyTorch records DivBackward0 for 2 / x as well). */
+tg_tensor *tg_rdiv_scalar(const tg_tensor *a, double s)
+{
+    return tg_scalar_apply(tg_div, a, s, true);
 }
 
 /* ---------------------------------------------------------------- pow */

@@ -18,7 +18,20 @@
 tg_batch_norm_options tg_batch_norm_defaults(void)
 {
     return (tg_batch_norm_options){
-        .training = true, .momentum = 0.1, .eps = 1e-5, .correction = 0};
+        .eval = false, .momentum = 0.1, .eps = 1e-5, .correction = 0};
+}
+
+/* opts with every field left 0 replaced by its default; NULL: the
+ * defaults. */
+tg_batch_norm_options tg_batch_norm_options_resolve(const tg_batch_norm_options *opts)
+{
+    tg_batch_norm_options d = tg_batch_norm_defaults();
+    if (!opts)
+        return d;
+    tg_batch_norm_options o = *opts;
+    o.momentum = tg_option_or(o.momentum, d.momentum);
+    o.eps = tg_option_or(o.eps, d.eps);
+    return o;
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -142,7 +155,7 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
     for (int i = 2; i < x->ndim; i++)
         l->S *= x->shape[i];
     l->n = l->N * l->S;
-    if (!o->training && !running_mean) {
+    if (o->eval && !running_mean) {
         tg_error(fn,
                  "eval mode needs running statistics, but running_mean "
                  "and running_var are NULL\n"
@@ -152,7 +165,7 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
                  "batch statistics");
         return -1;
     }
-    if (o->training && l->n == 1) {
+    if (!o->eval && l->n == 1) {
         tg_error(fn,
                  "expected more than 1 value per channel when training, "
                  "got input of shape %s\n"
@@ -608,7 +621,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
             for (int64_t c = 0; c < C; c++) {                                \
                 const T *xc = x + c * S;                                     \
-                if (o->training) {                                           \
+                if (!o->eval) {                                              \
                     mean[c] = bn_run_sum_##SFX(xc, N, C * S, S) / (double)n; \
                     m2[c] = bn_run_m2_##SFX(xc, N, C * S, S, mean[c]);       \
                     invstd[c] = bn_invstd(m2[c], n, o->correction, o->eps);  \
@@ -620,7 +633,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        if (o->training) {                                                   \
+        if (!o->eval) {                                                      \
             double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
             double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
             TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
@@ -858,7 +871,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
         *mean = NULL;
     if (invstd)
         *invstd = NULL;
-    tg_batch_norm_options o = opts ? *opts : tg_batch_norm_defaults();
+    tg_batch_norm_options o = tg_batch_norm_options_resolve(opts);
     bn_layout l;
     if (batch_norm_check("tg_batch_norm", x, running_mean, running_var,
                          weight, bias, &o, &l) < 0)
@@ -888,7 +901,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     }
     double *pm = (double *)tg_base_ptr(mu), *pi = (double *)tg_base_ptr(is);
     double *pm2 = fast ? scratch : (double *)tg_base_ptr(m2);
-    if (!o.training) {
+    if (o.eval) {
         if (tg_to_f64_array(running_mean, pm) < 0 ||
             tg_to_f64_array(running_var, pi) < 0)
             goto fail;
@@ -908,7 +921,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
                             (double *)tg_base_ptr(out), pm, pi, pm2, &o, &l,
                             scratch + C);
     } else {
-        if (o.training) {
+        if (!o.eval) {
             if (x->dtype == TG_FLOAT32)
                 batch_norm_stats_f32((const float *)tg_base_ptr(xc), pm, pm2,
                                      &l);
@@ -942,7 +955,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     if (node) {
         batch_norm_ctx *c = tg_node_ctx(node);
         c->layout = l;
-        c->training = o.training;
+        c->training = !o.eval;
         c->correction = o.correction;
         c->has_weight = weight != NULL;
         /* A tensor that could not be saved (out of memory, reported)
@@ -956,7 +969,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     /* Last: when anything before fails, the running statistics have not
      * moved. An empty batch (n = 0) has no statistics and leaves them
      * alone, as PyTorch. */
-    if (out && o.training && running_mean && l.n > 0) {
+    if (out && !o.eval && running_mean && l.n > 0) {
         for (int64_t c = 0; c < C; c++) // the running variance is unbiased
             pm2[c] /= (double)(l.n - 1);
         int rc = fast ? bn_running_update(running_mean, pm, running_var,
@@ -995,8 +1008,11 @@ tg_tensor *tg_batch_norm(const tg_tensor *x, tg_tensor *running_mean,
                          const tg_tensor *bias, bool training,
                          double momentum, double eps)
 {
-    tg_batch_norm_options o = {.training = training, .momentum = momentum,
-                               .eps = eps, .correction = 0};
+    /* plain arguments are literal values: eps 0 means no eps */
+    tg_batch_norm_options o = {.eval = !training,
+                               .momentum = tg_option_literal(momentum),
+                               .eps = tg_option_literal(eps),
+                               .correction = 0};
     return tg_batch_norm_ex(x, running_mean, running_var, weight, bias, &o,
                             NULL, NULL);
 }
@@ -1022,7 +1038,7 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
                                   const tg_tensor *bias,
                                   const tg_batch_norm_options *opts)
 {
-    tg_batch_norm_options o = opts ? *opts : tg_batch_norm_defaults();
+    tg_batch_norm_options o = tg_batch_norm_options_resolve(opts);
     bn_layout l;
     if (batch_norm_check("tg_batch_norm_composed", x, running_mean,
                          running_var, weight, bias, &o, &l) < 0)
@@ -1035,7 +1051,7 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
         cshape[i] = i == 1 ? l.C : 1;
     }
     tg_tensor *bnmeani, *bnvar, *bndiff, *bndiff2 = NULL, *bnsum2 = NULL;
-    if (o.training) {
+    if (!o.eval) {
         bnmeani = tg_mean(x, dims, nd, true);
         bndiff = tg_sub(x, bnmeani);
         bndiff2 = tg_mul(bndiff, bndiff);
@@ -1053,7 +1069,7 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
     tg_tensor *b = bias ? tg_reshape(bias, cshape, x->ndim) : NULL;
     tg_tensor *scaled = w ? tg_mul(w, bnraw) : tg_retain(bnraw);
     tg_tensor *out = b ? tg_add(scaled, b) : tg_retain(scaled);
-    if (out && o.training && running_mean && l.n > 0) {
+    if (out && !o.eval && running_mean && l.n > 0) {
         /* the running variance is unbiased: sum(bndiff2) / (n - 1) */
         tg_no_grad_begin();
         const int64_t C = l.C;

@@ -75,11 +75,15 @@ static void mismatch_error(const tg_tensor *a, const tg_tensor *b,
                                     : "a.shape[-1] must equal b.shape[-2]";
     bool fix_b = b->ndim >= 2 && b->shape[b->ndim - 1] == ka;
     bool fix_a = a->ndim >= 2 && a->shape[a->ndim - 2] == kb;
-    /* Suggest a transpose only where it would make the sizes agree. */
-    const char *hint = fix_b ? "\n  hint: did you mean "
-                               "tg_matmul(a, tg_transpose(b, -1, -2))?"
-                       : fix_a ? "\n  hint: did you mean "
-                                 "tg_matmul(tg_transpose(a, -1, -2), b)?"
+    /* Suggest a transpose only where it would make the sizes agree. The
+     * transpose is a new reference: the hint names it, so that it can be
+     * released (tg_matmul(a, tg_transpose(b, -1, -2)) would leak it). */
+    const char *hint = fix_b ? "\n  hint: transpose b first: "
+                               "bt = tg_transpose(b, -1, -2); "
+                               "y = tg_matmul(a, bt); tg_release(bt);"
+                       : fix_a ? "\n  hint: transpose a first: "
+                                 "at = tg_transpose(a, -1, -2); "
+                                 "y = tg_matmul(at, b); tg_release(at);"
                        : b->ndim >= 2
                            ? "\n  hint: (n, k) @ (k, m) gives (n, m); "
                              "check which dims of a and b should be the "

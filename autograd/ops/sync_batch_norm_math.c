@@ -335,7 +335,7 @@ tg_tensor *tg_batch_norm_virtual_ranks(const tg_tensor *x, int world_size,
                                        const tg_batch_norm_options *opts)
 {
     static const char *fn = "tg_batch_norm_virtual_ranks";
-    tg_batch_norm_options o = opts ? *opts : tg_batch_norm_defaults();
+    tg_batch_norm_options o = tg_batch_norm_options_resolve(opts);
     if (!x)
         return NULL;
     if (world_size < 1) {
@@ -360,7 +360,7 @@ tg_tensor *tg_batch_norm_virtual_ranks(const tg_tensor *x, int world_size,
     if (tg_batch_norm_args_check(fn, x, running_mean, running_var, weight,
                                  bias, &o) < 0)
         return NULL;
-    if (!o.training) // the running statistics: no shard has anything to add
+    if (o.eval) // the running statistics: no shard has anything to add
         return tg_batch_norm_ex(x, running_mean, running_var, weight, bias,
                                 &o, NULL, NULL);
     return virtual_training(x, world_size, running_mean, running_var, weight,

@@ -195,9 +195,11 @@ static int print_tables(tg_tensor **acts, const tg_named_tensor *params,
         snprintf(shape, sizeof shape, "(%lld, %lld)",
                  (long long)p->shape[linear ? 1 : 0],
                  (long long)p->shape[linear ? 0 : 1]);
-        double gstd = std_of(p->grad);
+        tg_grad_summary gs;
+        if (tg_param_grad_summary(p, &gs) < 0)
+            rc = -1;
         printf("weight %10s | mean %+f | std %e | grad:data ratio %e\n",
-               shape, mean_of(p->grad), gstd, gstd / std_of(p));
+               shape, gs.grad_mean, gs.grad_std, gs.grad_data);
         rc |= write_histogram(hist, "wgrad", i, p->grad);
     }
     tg_no_grad_end();

@@ -365,10 +365,10 @@ static int copy_into(tg_module *net, const char *name, const tg_tensor *src)
 
 tg_module *part3_modules_new(const part3_mlp *init, int64_t vocab_size)
 {
-    tg_batch_norm_config bn = tg_batch_norm_config_default();
-    bn.eps = 0.0;        // the lecture divides by the std itself
-    bn.momentum = 0.001; // 0.999 * running + 0.001 * batch
-    bn.correction = 1;   // hpreact.std(0): the unbiased std
+    tg_batch_norm_config bn = tg_batch_norm_config_defaults();
+    bn.eps = TG_EXACT_ZERO; // the lecture divides by the std itself
+    bn.momentum = 0.001;    // 0.999 * running + 0.001 * batch
+    bn.correction = 1;      // hpreact.std(0): the unbiased std
     /* each append takes the layer, also when it fails */
     tg_module *net = tg_sequential_new(NULL, 0);
     if (!net ||
@@ -444,7 +444,7 @@ tg_tensor *part3_modules_logits(void *net, const tg_tensor *x)
 
 tg_module *part3_deep_new(int64_t vocab, tg_generator *g)
 {
-    tg_batch_norm_config bn = tg_batch_norm_config_default();
+    tg_batch_norm_config bn = tg_batch_norm_config_defaults();
     bn.correction = 1; // x.var(0, keepdim=True): the unbiased variance
     tg_module *net = tg_sequential_new(NULL, 0);
     if (!net || tg_sequential_append(net, tg_embedding_new(vocab,

@@ -52,13 +52,13 @@ static const tg_function my_norm_fn = {"MyNormBackward", my_norm_forward,
                                        my_norm_backward, 0};
 
 /* What gradcheck differentiates: loss = sum(my_norm(x) * r), with r a
- * fixed random tensor of x's shape passed through ctx. */
-static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *ctx)
+ * fixed random tensor of x's shape passed through user. */
+static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
     const tg_tensor *x = in[0];
     tg_tensor *y = tg_function_apply(&my_norm_fn, &x, 1, NULL);
-    tg_tensor *yr = tg_mul(y, ctx);
+    tg_tensor *yr = tg_mul(y, user);
     tg_tensor *loss = tg_sum(yr, NULL, 0, false);
     tg_release(yr);
     tg_release(y);
@@ -81,13 +81,13 @@ static const tg_function forgetful_fn = {"ForgetfulNormBackward",
                                          my_norm_forward, forgetful_backward,
                                          0};
 
-/* sum(forgetful(x) * r), or sum(forgetful(x)) when ctx is NULL. */
-static tg_tensor *forgetful_loss(const tg_tensor *const *in, int n, void *ctx)
+/* sum(forgetful(x) * r), or sum(forgetful(x)) when user is NULL. */
+static tg_tensor *forgetful_loss(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
     const tg_tensor *x = in[0];
     tg_tensor *y = tg_function_apply(&forgetful_fn, &x, 1, NULL);
-    tg_tensor *yr = ctx ? tg_mul(y, ctx) : tg_retain(y);
+    tg_tensor *yr = user ? tg_mul(y, user) : tg_retain(y);
     tg_tensor *loss = tg_sum(yr, NULL, 0, false);
     tg_release(yr);
     tg_release(y);

@@ -15,7 +15,7 @@ static void batch_statistics(tg_module *bn, const tg_tensor *x)
 {
     tg_tensor *mean, *invstd;
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.momentum = 0.0; // look without moving the running statistics
+    o.momentum = TG_EXACT_ZERO; // look without moving the running statistics
     tg_tensor *y = tg_batch_norm_ex(x, tg_module_buffer(bn, "running_mean"),
                                     tg_module_buffer(bn, "running_var"),
                                     tg_module_parameter(bn, "weight"),
@@ -34,9 +34,9 @@ static void batch_statistics(tg_module *bn, const tg_tensor *x)
 
 static void printing(void)
 {
-    tg_batch_norm_config cumulative = tg_batch_norm_config_default();
+    tg_batch_norm_config cumulative = tg_batch_norm_config_defaults();
     cumulative.cumulative = true;           // PyTorch's momentum=None
-    tg_batch_norm_config makemore = tg_batch_norm_config_default();
+    tg_batch_norm_config makemore = tg_batch_norm_config_defaults();
     makemore.correction = 1;                // unbiased training variance
     tg_module *mods[] = {
         tg_batch_norm1d_new(3, NULL),

@@ -17,7 +17,7 @@ int main(void)
     tg_dataset_split(&all, 0.2, NULL, &train, &val);
     tg_module *mlp = tg_mlp_new(2, TG_SHAPE(64, 64), 3, TG_NORM_BATCH,
                                 TG_ACT_RELU);
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.momentum = 0.9;
     tg_optimizer *opt = tg_sgd_new(mlp, &c);
     tg_batches *batches = tg_batches_new(&train, 64, true, false, NULL);

@@ -23,7 +23,7 @@ int main(void)
     tg_manual_seed(0);                           // the Linear weights
     tg_module *model = tg_mlp_new(2, TG_SHAPE(32, 32), 2,
                                   TG_NORM_NONE, TG_ACT_RELU);
-    tg_adam_config cfg = tg_adam_config_default(1e-2);
+    tg_adam_config cfg = {.lr = 1e-2};
     tg_optimizer *opt = tg_adam_new(model, &cfg);
 
     for (int epoch = 1; epoch <= 20; epoch++) {

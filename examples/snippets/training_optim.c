@@ -38,7 +38,7 @@ int main(void)
     tg_batches *batches = tg_batches_new(&data, 30, true, false, NULL);
     tg_module *model = tg_linear_new(2, 3, true);
 
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.momentum = 0.9;
     c.weight_decay = 5e-4;
     tg_optimizer *opt = tg_sgd_new(model, &c);

@@ -77,15 +77,15 @@ static void by_hand(void)
 /* ------------------------------------------------ 2. tg_gradcheck itself */
 
 /* What gradcheck differentiates: f(inputs) -> a tensor of any shape. */
-static tg_tensor *f_tanh(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_tanh(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_tanh(in[0]);
 }
 
-static tg_tensor *f_relu(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_relu(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_relu(in[0]);
 }
 
@@ -238,12 +238,12 @@ static const tg_function row_norm_fn = {"RowNormBackward", row_norm_forward,
 static const tg_function row_norm_wrong_fn = {
     "RowNormBackward", row_norm_forward, row_norm_backward_wrong, 0};
 
-/* f for gradcheck: ctx says which of the two functions to apply. */
-static tg_tensor *f_row_norm(const tg_tensor *const *in, int n, void *ctx)
+/* f for gradcheck: user says which of the two functions to apply. */
+static tg_tensor *f_row_norm(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
     const tg_tensor *x = in[0];
-    return tg_function_apply(ctx, &x, 1, NULL);
+    return tg_function_apply(user, &x, 1, NULL);
 }
 
 static void own_function(void)

@@ -238,10 +238,10 @@ typedef struct loss_ctx {
     const tg_tensor *r; // the weighting, or NULL for a plain sum
 } loss_ctx;
 
-static tg_tensor *bn_loss(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *bn_loss(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    const loss_ctx *c = ctx;
+    const loss_ctx *c = user;
     const tg_tensor *x = in[0];
     tg_tensor *y = c->wrong ? tg_function_apply(&bn_wrong_fn, &x, 1, NULL)
                             : tg_batch_norm(x, NULL, NULL, NULL, NULL, true,

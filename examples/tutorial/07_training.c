@@ -52,7 +52,7 @@ int main(void)
     tg_manual_seed(0);                             // the Linear weights
     tg_module *model = tg_mlp_new(2, TG_SHAPE(64, 64), 3, TG_NORM_BATCH,
                                   TG_ACT_RELU);
-    tg_sgd_config cfg = tg_sgd_config_default(LR);
+    tg_sgd_config cfg = {.lr = LR};
     cfg.momentum = 0.9;
     tg_optimizer *opt = tg_sgd_new(model, &cfg);
     if (!batches || !model || !opt)

@@ -234,7 +234,7 @@ static void update_ratio(const tg_dataset *train, double lr,
                          double *ratio)
 {
     tg_module *m = deep_mlp(5.0 / 3.0, false);
-    tg_sgd_config c = tg_sgd_config_default(lr); // no momentum, as makemore
+    tg_sgd_config c = {.lr = lr}; // no momentum, as makemore
     tg_optimizer *opt = tg_sgd_new(m, &c);
     tg_generator *g = tg_generator_new(1); // the same batches for every lr
     tg_batches *batches = tg_batches_new(train, 32, true, true, g);

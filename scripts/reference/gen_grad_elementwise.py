@@ -90,6 +90,7 @@ UNARY = {
     "sub_scalar": ("x", lambda x: np.ones_like(x)),      # x - 1.5
     "rsub_scalar": ("x", lambda x: -np.ones_like(x)),    # 1.5 - x
     "div_scalar": ("x", lambda x: np.full_like(x, 1.0 / -0.75)),  # x / -0.75
+    "rdiv_scalar": ("x", lambda x: -2.5 / (x * x)),      # 2.5 / x
     "pow2": ("x", lambda x: 2.0 * x),                    # x ** 2
     "pow05": ("xpos", lambda x: 0.5 * x ** -0.5),        # x ** 0.5
     "powm1": ("x", lambda x: -1.0 * x ** -2.0),          # x ** -1

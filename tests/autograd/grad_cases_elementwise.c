@@ -15,9 +15,9 @@
 
 /* One case function: f(x) = expr, with x the inputs. */
 #define CASE_FN(name, expr)                                                 \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)           \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)          \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return expr;                                                        \
     }
 
@@ -31,6 +31,7 @@ CASE_FN(f_minimum, tg_minimum(x[0], x[1]))
 CASE_FN(f_sub_scalar, tg_sub_scalar(x[0], 1.5))
 CASE_FN(f_rsub_scalar, tg_rsub_scalar(x[0], 1.5))
 CASE_FN(f_div_scalar, tg_div_scalar(x[0], -0.75))
+CASE_FN(f_rdiv_scalar, tg_rdiv_scalar(x[0], 2.5))
 CASE_FN(f_pow_2, tg_pow_scalar(x[0], 2.0))
 CASE_FN(f_pow_half, tg_pow_scalar(x[0], 0.5))
 CASE_FN(f_pow_m1, tg_pow_scalar(x[0], -1.0))
@@ -53,9 +54,9 @@ CASE_FN(f_clamp_hi, tg_clamp(x[0], -INFINITY, 0.2))
 
 /* where(x[2] > 0, x[0], x[1]): x[2] is a no-grad input that only makes
  * the condition, so the mask is fixed while a and b are perturbed. */
-static tg_tensor *f_where(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_where(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *cond = tg_gt_scalar(x[2], 0.0);
     tg_tensor *out = tg_where(cond, x[0], x[1]);
     tg_release(cond);
@@ -63,9 +64,9 @@ static tg_tensor *f_where(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* A chain through several ops: sigmoid(a) * log(b) - tanh(a) / b. */
-static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *s = tg_sigmoid(x[0]), *l = tg_log(x[1]), *t = tg_tanh(x[0]);
     tg_tensor *sl = tg_mul(s, l), *tb = tg_div(t, x[1]);
     tg_tensor *out = tg_sub(sl, tb);
@@ -124,6 +125,9 @@ const tg_grad_case tg_grad_cases_elementwise[] = {
     {"div, a needs no grad", f_div, 2,
      {{2, {2, 3}, .no_grad = true}, {2, {2, 3}, MAG}}},
     {"div_scalar x / -0.75", f_div_scalar, 1, {{2, {2, 3}, TG_STRIDED}}},
+    {"rdiv_scalar 2.5 / x", f_rdiv_scalar, 1, {{2, {2, 3}, MAG}}},
+    {"rdiv_scalar 2.5 / x transposed", f_rdiv_scalar, 1,
+     {{2, {3, 4}, TG_TRANSPOSED, MAG}}},
 
     /* pow: bases in [0.5, 2), exponents in [-1, 1) */
     {"pow (2,3)**(2,3)", f_pow, 2, {{2, {2, 3}, POS}, {2, {2, 3}}}},

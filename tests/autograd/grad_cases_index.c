@@ -40,9 +40,9 @@ static tg_tensor *indices(const int64_t *v, const int64_t *shape, int ndim,
 
 /* name(x) = op(x[0], ...) with idx made by indices(); releases idx. */
 #define INDEX_FN(name, call, values, strided, ...)                          \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         static const int64_t v_[] = values;                                 \
         const int64_t s_[] = {__VA_ARGS__};                                 \
         tg_tensor *idx = indices(v_, s_, (int)(sizeof s_ / sizeof *s_),    \
@@ -62,17 +62,17 @@ INDEX_FN(sel_last_strided_idx, tg_index_select(x[0], -1, idx),
 
 /* A 0-d idx: one slice, the dim kept by index_select and dropped by
  * x[idx]. */
-static tg_tensor *sel_0d_idx(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *sel_0d_idx(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *idx = tg_scalar(2, TG_INT64);
     tg_tensor *out = tg_index_select(x[0], 1, idx);
     tg_release(idx);
     return out;
 }
-static tg_tensor *index_0d(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *index_0d(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *idx = tg_scalar(-2, TG_INT64);
     tg_tensor *out = tg_index(x[0], idx);
     tg_release(idx);

@@ -17,9 +17,9 @@
 #include "grad_cases.h"
 
 #define F(name, expr)                                                       \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return expr;                                                        \
     }
 
@@ -32,17 +32,17 @@ F(f_stack2_d1, tg_stack((const tg_tensor *const *)x, 2, 1))
 F(f_stack1_0d, tg_stack((const tg_tensor *const *)x, 1, 0))
 
 /* The same input three times: its gradient is the sum of three blocks. */
-static tg_tensor *f_cat_self(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_self(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     const tg_tensor *parts[] = {x[0], x[0], x[0]};
     return tg_cat(parts, 3, 1);
 }
 
 /* Ten inputs (more than TG_MAX_INPUTS), slices of one (10, 3) x. */
-static tg_tensor *f_cat_ten(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_ten(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *rows[10];
     for (int i = 0; i < 10; i++)
         rows[i] = tg_narrow(x[0], 0, 9 - i, 1); // in reverse order
@@ -53,9 +53,9 @@ static tg_tensor *f_cat_ten(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* A (0,) tensor, left out, between two inputs. */
-static tg_tensor *f_cat_skip(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cat_skip(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *empty = tg_zeros(TG_SHAPE(0), TG_FLOAT64);
     const tg_tensor *parts[] = {x[0], empty, x[1]};
     tg_tensor *out = tg_cat(parts, 3, -1);
@@ -77,42 +77,42 @@ static tg_tensor *weighted_join(tg_tensor **pieces, int count, int dim)
     return out;
 }
 
-static tg_tensor *f_split_d1(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_d1(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[8];
     int count = tg_split(x[0], 2, 1, p, 8); // 5 -> 2, 2, 1
     return count < 0 ? NULL : weighted_join(p, count, 1);
 }
 
-static tg_tensor *f_split_dm1(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_dm1(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[8];
     int count = tg_split(x[0], 3, -1, p, 8); // 4 -> 3, 1
     return count < 0 ? NULL : weighted_join(p, count, -1);
 }
 
-static tg_tensor *f_split_sizes_d0(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_sizes_d0(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[4];
     int count = tg_split_sizes(x[0], TG_SHAPE(1, 0, 3), 0, p); // 4 rows
     return count < 0 ? NULL : weighted_join(p, count, 0);
 }
 
-static tg_tensor *f_chunk_d1(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chunk_d1(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[4];
     int count = tg_chunk(x[0], 4, 1, p, 4); // 6 -> three of 2
     return count < 0 ? NULL : weighted_join(p, count, 1);
 }
 
 /* Only the last piece is used: the other pieces' nodes get no gradient. */
-static tg_tensor *f_split_last(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_split_last(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[8];
     int count = tg_split(x[0], 2, 0, p, 8); // 5 -> 2, 2, 1
     if (count < 0)
@@ -124,9 +124,9 @@ static tg_tensor *f_split_last(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Two pieces multiplied: each piece's gradient holds the other's values. */
-static tg_tensor *f_chunk_mul(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chunk_mul(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p[2];
     if (tg_chunk(x[0], 2, -1, p, 2) != 2)
         return NULL;

@@ -32,17 +32,17 @@ static tg_tensor *labels_for(const tg_tensor *x)
 
 /* name(x) = loss(x[0], x[1], reduction) for mse and bce. */
 #define PAIR_FN(name, loss, reduction)                                      \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return loss(x[0], x[1], reduction);                                 \
     }
 
 /* name(x) = loss(x[0], labels, reduction) for nll and cross_entropy. */
 #define CLASS_FN(name, loss, reduction)                                     \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         tg_tensor *labels = labels_for(x[0]);                               \
         tg_tensor *out = loss(x[0], labels, reduction);                     \
         tg_release(labels);                                                 \

@@ -35,9 +35,9 @@ static tg_tensor *ln(const tg_tensor *const *x, int k, const tg_tensor *w,
 
 /* name(x) = LayerNorm over the last k dims with weight w and bias b. */
 #define LN_FN(name, k, w, b, composed, eps)                                 \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return ln(x, k, w, b, composed, eps);                               \
     }
 
@@ -63,7 +63,7 @@ static tg_batch_norm_options bn_opts(bool training, int64_t correction,
                                      double eps)
 {
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = training;
+    o.eval = !training;
     o.correction = correction;
     o.eps = eps;
     return o;
@@ -71,9 +71,9 @@ static tg_batch_norm_options bn_opts(bool training, int64_t correction,
 
 /* Training: batch statistics, no running statistics to update. */
 #define BN_TRAIN_FN(name, w, b, correction, composed, eps)                  \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         tg_batch_norm_options o = bn_opts(true, correction, eps);           \
         return composed                                                     \
                    ? tg_batch_norm_composed(x[0], NULL, NULL, w, b, &o)     \
@@ -96,9 +96,9 @@ BN_TRAIN_FN(bnc_none, NULL, NULL, 0, true, 1e-5)
  * gradient (running_var drawn from [0.5, 2)); weight and bias follow when
  * given. */
 #define BN_EVAL_FN(name, w, b, composed)                                    \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         tg_batch_norm_options o = bn_opts(false, 0, 1e-5);                  \
         /* eval mode reads the running statistics, never writes them */     \
         tg_tensor *rm = (tg_tensor *)x[1], *rv = (tg_tensor *)x[2];         \
@@ -142,34 +142,34 @@ static tg_tensor *bn_eval_const(const tg_tensor *const *x, bool composed,
     return y;
 }
 
-static tg_tensor *bn_eval_wb(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_eval_wb(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return bn_eval_const(x, false, false, 0);
 }
 
-static tg_tensor *bn_eval_wb_c1(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_eval_wb_c1(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return bn_eval_const(x, false, false, 1);
 }
 
-static tg_tensor *bnc_eval_wb(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bnc_eval_wb(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return bn_eval_const(x, true, false, 0);
 }
 
-static tg_tensor *bn_plain_eval_wb(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_plain_eval_wb(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return bn_eval_const(x, false, true, 0);
 }
 
 /* tg_batch_norm, the torch.nn.functional-style entry, in training. */
-static tg_tensor *bn_plain_train_wb(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *bn_plain_train_wb(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_batch_norm(x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5);
 }
 

@@ -11,9 +11,9 @@
 
 /* One case function: f(x) = expr, with x the inputs. */
 #define CASE_FN(name, expr)                                                 \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)           \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)          \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return expr;                                                        \
     }
 

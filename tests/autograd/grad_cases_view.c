@@ -14,9 +14,9 @@
 #include "grad_cases.h"
 
 #define F(name, expr)                                                       \
-    static tg_tensor *name(const tg_tensor *const *x, int n, void *ctx)          \
+    static tg_tensor *name(const tg_tensor *const *x, int n, void *user)         \
     {                                                                       \
-        (void)n, (void)ctx;                                                 \
+        (void)n, (void)user;                                                \
         return expr;                                                        \
     }
 
@@ -48,9 +48,9 @@ F(f_clone, tg_clone(x[0]))
 
 /* permute -> slice with step -> reshape; on a transposed (3, 4, 5) the
  * reshape cannot be a view, so it copies. */
-static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *p = tg_permute(x[0], TG_DIMS(2, 0, 1));      // (5, 3, 4)
     tg_tensor *s = tg_slice(p, 0, 1, INT64_MAX, 2);         // (2, 3, 4)
     tg_tensor *r = tg_reshape(s, TG_SHAPE(2, 12));
@@ -60,9 +60,9 @@ static tg_tensor *f_chain(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* expand(a) * b with b broadcast too: both gradients are sums. */
-static tg_tensor *f_expand_mul(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_expand_mul(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *e = tg_expand(x[0], TG_SHAPE(2, 3, 4));
     tg_tensor *out = tg_mul(e, x[1]);
     tg_release(e);
@@ -70,9 +70,9 @@ static tg_tensor *f_expand_mul(const tg_tensor *const *x, int n, void *ctx)
 }
 
 /* Two overlapping views of one input, added: the gradients accumulate. */
-static tg_tensor *f_two_views(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_two_views(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *a = tg_narrow(x[0], 0, 0, 3);
     tg_tensor *b = tg_slice(x[0], 0, 1, INT64_MAX, 1);
     tg_tensor *out = tg_add(a, b);

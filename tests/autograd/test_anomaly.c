@@ -592,7 +592,7 @@ static int diverging_fit(int steps, double *last_loss)
     tg_tensor *x = tg_randn(TG_SHAPE(16, 4), TG_FLOAT32);
     tg_tensor *y = tg_randn(TG_SHAPE(16, 1), TG_FLOAT32);
     tg_module *lin = tg_linear_new(4, 1, true);
-    tg_sgd_config cfg = tg_sgd_config_default(20.0);
+    tg_sgd_config cfg = {.lr = 20.0};
     tg_optimizer *opt = tg_sgd_new(lin, &cfg);
     int step = 0;
     *last_loss = 0;

@@ -481,12 +481,15 @@ TG_TEST(elementwise, scalar_forms)
     expect_exact(tg_rsub_scalar(f, 10), VEC_F32(9, 12, 6));
     expect_exact(tg_mul_scalar(f, -0.5), VEC_F32(-0.5f, 1, -2));
     expect_exact(tg_div_scalar(f, 4), VEC_F32(0.25f, -0.5f, 1));
+    expect_exact(tg_rdiv_scalar(f, 10), VEC_F32(10, -5, 2.5f));
     expect_exact(tg_pow_scalar(f, 2), VEC_F32(1, 4, 16));
     expect_exact(tg_sub_scalar(i, 1), VEC_I64(0, -3, 3));
     expect_exact(tg_rsub_scalar(i, 10), VEC_I64(9, 12, 6));
     expect_exact(tg_mul_scalar(i, 3), VEC_I64(3, -6, 12));
     expect_exact(tg_pow_scalar(i, 3), VEC_I64(1, -8, 64));
     expect_exact(tg_pow_scalar(i, 0), VEC_I64(1, 1, 1));
+    /* true division: 10 / torch.tensor([1, -2, 4]) is float32 */
+    expect_exact(tg_rdiv_scalar(i, 10), VEC_F32(10, -5, 2.5f));
     /* A fractional exponent makes int64 float32: sqrt(4) = 2, sqrt(-2) is
      * NaN. */
     expect_exact(tg_pow_scalar(i, 0.5), VEC_F32(1, NAN, 2));
@@ -1030,6 +1033,7 @@ TG_TEST(elementwise, null_arguments_return_null_without_a_message)
     cr_assert_null(tg_rsub_scalar(NULL, 1));
     cr_assert_null(tg_mul_scalar(NULL, 1));
     cr_assert_null(tg_div_scalar(NULL, 1));
+    cr_assert_null(tg_rdiv_scalar(NULL, 1));
     cr_assert_null(tg_pow_scalar(NULL, 1));
     cr_assert_null(tg_eq_scalar(NULL, 1));
     cr_assert_null(tg_ne_scalar(NULL, 1));

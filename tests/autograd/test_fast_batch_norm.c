@@ -246,7 +246,7 @@ static void run(const bn_case *c, const bn_inputs *in, tg_kernels kernels,
     cr_assert_eq(tg_set_kernels(kernels), 0);
     tg_tensor *rm = stat_copy(c, in->rm), *rv = stat_copy(c, in->rv);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = !c->eval;
+    o.eval = c->eval;
     o.correction = c->correction;
     o.momentum = c->momentum;
     tg_tensor *mean = NULL, *invstd = NULL;

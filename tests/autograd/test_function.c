@@ -41,10 +41,10 @@ static tg_tensor *apply_square(const tg_tensor *x, double scale)
     return tg_function_apply(&square, &x, 1, &scale);
 }
 
-static tg_tensor *f_square(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_square(const tg_tensor *const *x, int n, void *user)
 {
     (void)n;
-    return apply_square(x[0], *(double *)ctx);
+    return apply_square(x[0], *(double *)user);
 }
 
 static tg_tensor *param(void)

@@ -111,6 +111,10 @@ static tg_tensor *div_scalar(const tg_tensor *x)
 {
     return tg_div_scalar(x, -0.75);
 }
+static tg_tensor *rdiv_scalar(const tg_tensor *x)
+{
+    return tg_rdiv_scalar(x, 2.5);
+}
 static tg_tensor *pow2(const tg_tensor *x)
 {
     return tg_pow_scalar(x, 2.0);
@@ -153,6 +157,7 @@ static const struct unary_case {
     /* PyTorch says RsubBackward1: here s - x records tg_sub's node */
     {"rsub_scalar", rsub_scalar, "x", "SubBackward0"},
     {"div_scalar", div_scalar, "x", "DivBackward0"},
+    {"rdiv_scalar", rdiv_scalar, "x", "DivBackward0"},
     {"pow2", pow2, "x", "PowBackward0"},
     {"pow05", pow05, "xpos", "PowBackward0"},
     {"powm1", powm1, "x", "PowBackward0"},
@@ -519,6 +524,45 @@ TG_TEST(grad_elementwise, domain_edges_of_the_unary_ops)
     unary_slopes(tg_sqrt, VEC64(0, 1), VEC64(INFINITY, 0.5));
     unary_slopes(tg_rsqrt, VEC64(0, 1), VEC64(-INFINITY, -0.5));
     unary_slopes(tg_log, VEC64(0, -1), VEC64(INFINITY, -1));
+}
+
+/* s / x, PyTorch's __rtruediv__: the reference catches the classic sign
+ * slip (d/dx s/x = +s/x^2), and a few slopes match torch:
+ * x = torch.tensor([2., -0.5, 4.], requires_grad=True); (2.5 / x).sum()
+ * .backward() gives x.grad = [-0.625, -10, -0.15625]. */
+TG_TEST(grad_elementwise, rdiv_scalar_sign_and_slopes)
+{
+    tg_tensor *x = tg_test_load_ref("grad_elementwise_unary_x_f64");
+    tg_tensor *g = tg_test_load_ref("grad_elementwise_unary_g_f64");
+    requires_grad(x);
+    tg_tensor *out = tg_rdiv_scalar(x, 2.5);
+    backward_with(out, g);
+    tg_tensor *right = tg_test_load_ref("grad_elementwise_rdiv_scalar_dx_f64");
+    tg_tensor *flipped = tg_neg(right);
+    char report[1024];
+    cr_assert(tg_test_close(x->grad, right, F64.rtol, F64.atol, true, report,
+                            sizeof report),
+              "%s", report);
+    cr_assert(!tg_test_close(x->grad, flipped, F64.rtol, F64.atol, true,
+                             report, sizeof report));
+    tg_release(flipped);
+    tg_release(right);
+    tg_release(out);
+    tg_release(x);
+    tg_release(g);
+
+    tg_tensor *v = VEC64(2, -0.5, 4);
+    requires_grad(v);
+    tg_tensor *y = tg_rdiv_scalar(v, 2.5);
+    tg_tensor *loss = tg_sum(y, NULL, 0, false);
+    cr_assert_eq(tg_backward(loss), 0);
+    const double *dv = tg_data_f64(v->grad);
+    cr_assert(dv[0] == -0.625 && dv[1] == -10.0 && dv[2] == -0.15625,
+              "%g %g %g", dv[0], dv[1], dv[2]);
+    tg_release(loss);
+    tg_release(y);
+    tg_release(v);
+    cr_assert_eq(tg_tape_size(), 0);
 }
 
 TG_TEST(grad_elementwise, div_by_zero)

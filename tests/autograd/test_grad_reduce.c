@@ -572,9 +572,9 @@ TG_TEST(grad_reduce, what_is_not_recorded)
 /* max(var(log_softmax(x @ w, -1), dim 0)): matmul, log_softmax, var and
  * max nodes chained, checked by gradcheck (float64, default tolerances;
  * random inputs, so the max has no tie). */
-static tg_tensor *logits_loss(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *logits_loss(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *z = tg_matmul(in[0], in[1]);
     tg_tensor *lp = tg_log_softmax(z, -1);
     tg_tensor *v = tg_var(lp, TG_DIMS(0), 1, false);

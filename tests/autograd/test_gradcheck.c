@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static tg_tensor *f_mul(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_mul(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_mul(x[0], x[1]);
 }
 
@@ -77,9 +77,9 @@ static int cube_backward(tg_ctx *ctx, const tg_tensor *g, tg_tensor **grads)
 static const tg_function cube = {"CubeBackward", cube_forward, cube_backward,
                                  0};
 
-static tg_tensor *f_cube(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_cube(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_function_apply(&cube, (const tg_tensor *const *)x, 1, NULL);
 }
 
@@ -290,7 +290,7 @@ TG_TEST(gradcheck, errors)
 
     in[0] = w;
     tg_gradcheck_options o = tg_gradcheck_defaults();
-    o.eps = 0;
+    o.eps = TG_EXACT_ZERO;
     cr_assert_eq(tg_gradcheck(f_mul, NULL, in, 2, &o, NULL), -1);
     tg_assert_error("tg_gradcheck", "eps must be > 0");
     cr_assert_eq(tg_gradcheck(NULL, NULL, in, 2, NULL, NULL), -1);
@@ -305,10 +305,10 @@ TG_TEST(gradcheck, errors)
     tg_release(c);
 }
 
-static tg_tensor *f_mul_by_ctx(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_mul_by_ctx(const tg_tensor *const *x, int n, void *user)
 {
     (void)n;
-    return tg_mul(x[0], (const tg_tensor *)ctx);
+    return tg_mul(x[0], (const tg_tensor *)user);
 }
 
 TG_TEST(gradcheck, leaves_other_leaves_grads_alone)
@@ -358,17 +358,17 @@ TG_TEST(gradcheck, needs_gradients_enabled)
 
 /* ---- every error leaves result->passed false ---- */
 
-static tg_tensor *f_log(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_log(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_log(x[0]);
 }
 
-/* x * x, but on call number *ctx (counting from 1) f makes a mistake */
-static tg_tensor *f_fails_on_call(const tg_tensor *const *x, int n, void *ctx)
+/* x * x, but on call number *user (counting from 1) f makes a mistake */
+static tg_tensor *f_fails_on_call(const tg_tensor *const *x, int n, void *user)
 {
     (void)n;
-    int *left = ctx;
+    int *left = user;
     if (--*left == 0)
         return tg_reshape(x[0], TG_SHAPE(5)); // (3,) has no 5 elements
     return tg_mul(x[0], x[0]);
@@ -381,7 +381,7 @@ TG_TEST(gradcheck, an_error_is_never_a_pass)
     tg_tensor *x = leaf((double[]){1, 2, 3}, TG_SHAPE(3));
     tg_gradcheck_result r;
     tg_gradcheck_options o = tg_gradcheck_defaults();
-    o.eps = 0;
+    o.eps = TG_EXACT_ZERO;
     cr_assert_eq(tg_gradcheck(f_log, NULL, &x, 1, &o, &r), -1);
     cr_assert_not(r.passed, "eps 0");
 

@@ -425,11 +425,11 @@ static const tg_function custom_ce = {"CustomCrossEntropyBackward",
                                       ce_forward, ce_backward,
                                       sizeof(ce_data)};
 
-static tg_tensor *f_custom_ce(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_custom_ce(const tg_tensor *const *x, int n, void *user)
 {
     (void)n;
     return tg_function_apply(&custom_ce, (const tg_tensor *const *)x, 1,
-                             ctx);
+                             user);
 }
 
 TG_TEST(loss, gradcheck_catches_a_backward_missing_the_onehot)

@@ -68,7 +68,7 @@ TG_TEST(norm_edges, batch_norm_constant_channel_with_eps_zero)
     tg_tensor *w = tg_full(TG_SHAPE(1), 2.0, TG_FLOAT64);
     tg_tensor *b = tg_full(TG_SHAPE(1), 0.5, TG_FLOAT64);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.eps = 0.0;
+    o.eps = TG_EXACT_ZERO;
     tg_tensor *mean, *invstd;
     tg_tensor *y = tg_batch_norm_ex(x, NULL, NULL, w, b, &o, &mean, &invstd);
     cr_assert(y, "%s", tg_last_error());

@@ -136,7 +136,7 @@ static tg_tensor *norm_apply(const norm_call *c, const tg_tensor *x,
                    : tg_layer_norm(x, ns, c->ln_dims, w, b, 1e-5);
     }
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = c->training;
+    o.eval = !c->training;
     o.correction = c->correction;
     return c->composed ? tg_batch_norm_composed(x, c->running_mean,
                                                 c->running_var, w, b, &o)
@@ -179,9 +179,9 @@ typedef struct weighted {
     const tg_tensor *r; // NULL: loss = sum(y)
 } weighted;
 
-static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *weighted_loss(const tg_tensor *const *in, int n, void *user)
 {
-    const weighted *wl = ctx;
+    const weighted *wl = user;
     tg_tensor *y = norm_apply(wl->call, in[0], n > 1 ? in[1] : NULL,
                               n > 2 ? in[2] : NULL);
     tg_tensor *yr = wl->r ? tg_mul(y, wl->r) : tg_retain(y);
@@ -418,10 +418,10 @@ typedef struct trap {
     const tg_tensor *r;
 } trap;
 
-static tg_tensor *trap_fn(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *trap_fn(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    const trap *t = ctx;
+    const trap *t = user;
     const tg_tensor *x = in[0];
     tg_tensor *y = t->wrong ? tg_function_apply(t->wrong, &x, 1, NULL)
                    : t->batch
@@ -680,7 +680,7 @@ TG_TEST(norm_grad, grad_fn_names_and_one_node_per_fused_op)
     cr_assert_eq(tg_tape_size(), 1);
     tg_release(y);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = false;
+    o.eval = true;
     y = tg_batch_norm_ex(x, rm, rv, NULL, NULL, &o, NULL, NULL);
     cr_assert_str_eq(tg_grad_fn_name(y), "NativeBatchNormBackward0");
     cr_assert_eq(tg_tape_size(), 1);
@@ -897,7 +897,7 @@ TG_TEST(norm_grad, no_grad_records_nothing_but_updates_running_stats)
         tg_assert_close(rv, ev, 1e-12, 1e-15);
         tg_release(y);
         /* eval: running statistics are read, not written */
-        o.training = false;
+        o.eval = true;
         tg_tensor *rm1 = tg_clone(rm), *rv1 = tg_clone(rv);
         y = composed ? tg_batch_norm_composed(x, rm, rv, w, NULL, &o)
                      : tg_batch_norm_ex(x, rm, rv, w, NULL, &o, NULL, NULL);

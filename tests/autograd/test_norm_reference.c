@@ -333,7 +333,7 @@ static void run_bn_case(const bn_case *c, const char *dt, run_mode mode)
                  c->name, dt, mode_names[mode], k,
                  training ? "train" : "eval");
         tg_batch_norm_options o = {
-            .training = training,
+            .eval = !training,
             .momentum = c->momentum < 0 ? 1.0 / (k + 1) : c->momentum,
             .eps = c->eps,
             .correction = c->correction};

@@ -220,7 +220,7 @@ TG_TEST(virtual_ranks, eval_uses_the_running_statistics)
     tg_tensor *rv = tg_rand(TG_SHAPE(3), TG_FLOAT64);
     tg_tensor *rm0 = tg_clone(rm), *rv0 = tg_clone(rv);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = false;
+    o.eval = true;
     tg_tensor *y = tg_batch_norm_virtual_ranks(x, 4, rm, rv, NULL, NULL, &o);
     tg_tensor *want = tg_batch_norm(x, rm, rv, NULL, NULL, false, 0.1, 1e-5);
     tg_assert_close(y, want, 0, 0);

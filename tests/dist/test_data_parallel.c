@@ -224,7 +224,7 @@ static double train_with(const int64_t counts[4], bool per_rank_mean,
     tg_module *m = model_with(1 + (uint64_t)mt_rank * 7919, kind); // per rank
     MT_CHECK(tg_dist_broadcast_module(mt_pg, m, 0) == 0, "broadcast failed");
     MT_CHECK(params_diff(m, ref) == 0, "broadcast: not rank 0's model");
-    tg_sgd_config cfg = tg_sgd_config_default(0.1);
+    tg_sgd_config cfg = {.lr = 0.1};
     tg_optimizer *opt = tg_sgd_new(m, &cfg), *ref_opt = tg_sgd_new(ref, &cfg);
     double worst = 0;
     for (int s = 0; s < STEPS; s++) {

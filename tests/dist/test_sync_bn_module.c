@@ -111,7 +111,7 @@ static double two_steps(tg_module *layer, int64_t N,
 
 static void layer_equals_batch_norm(void)
 {
-    tg_batch_norm_config cum = tg_batch_norm_config_default();
+    tg_batch_norm_config cum = tg_batch_norm_config_defaults();
     cum.cumulative = true;
     const tg_batch_norm_config *configs[] = {NULL, &cum};
     for (int k = 0; k < 2; k++)
@@ -172,7 +172,7 @@ static bool type_is(const tg_module *m, const char *name)
 
 static void convert_replaces_every_batch_norm(void)
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.eps = 1e-3;
     c.cumulative = true;
     tg_module *inner = TG_SEQUENTIAL(tg_batch_norm2d_new(4, &c));

@@ -795,36 +795,36 @@ NEVER_FAILS(tg_ctx_data, "answers NULL for a NULL ctx or data_size 0");
 
 /* ---------------------------------------------------------- gradcheck */
 
-static tg_tensor *f_square(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_square(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_mul(x[0], x[0]);
 }
 
-static tg_tensor *f_argmax(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_argmax(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_argmax(x[0], 0, false);
 }
 
-static tg_tensor *f_null(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_null(const tg_tensor *const *x, int n, void *user)
 {
-    (void)x, (void)n, (void)ctx;
+    (void)x, (void)n, (void)user;
     return NULL;
 }
 
 /* Its output has one element less at every call. */
-static tg_tensor *f_shrinking(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_shrinking(const tg_tensor *const *x, int n, void *user)
 {
     (void)n;
-    int64_t *len = ctx;
+    int64_t *len = user;
     return tg_narrow(x[0], 0, 0, (*len)--);
 }
 
 /* Returns x^2, then makes every later allocation fail. */
-static tg_tensor *f_then_no_memory(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_then_no_memory(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *y = tg_mul(x[0], x[0]);
     tg_fail_allocations_after(0);
     return y;
@@ -844,7 +844,7 @@ ERROR_CASE(tg_gradcheck, bad_options, "eps is not > 0, or a tolerance < 0")
 {
     tg_tensor *x = leaf3();
     tg_gradcheck_options o = tg_gradcheck_defaults();
-    o.eps = 0;
+    o.eps = TG_EXACT_ZERO;
     EXPECT_ERROR(tg_gradcheck(f_square, NULL, &x, 1, &o, NULL) == -1,
                  "tg_gradcheck: eps 0, atol 1e-05, rtol 0.001");
     tg_release(x);
@@ -932,9 +932,9 @@ ERROR_CASE(tg_gradcheck, f_fails_silently,
     tg_release(x);
 }
 
-static tg_tensor *f_log(const tg_tensor *const *x, int n, void *ctx)
+static tg_tensor *f_log(const tg_tensor *const *x, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_log(x[0]);
 }
 

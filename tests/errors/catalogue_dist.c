@@ -389,7 +389,7 @@ ERROR_CASE(tg_sync_batch_norm_new, zero_features, "num_features is 0")
 ERROR_CASE(tg_sync_batch_norm_new, unbiased_correction,
            "config->correction is 1")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.correction = 1;
     tg_module *m = tg_sync_batch_norm_new(mt_pg, 3, &c);
     EXPECT_ERROR(m == NULL, "tg_sync_batch_norm_new: correction is 1");
@@ -397,7 +397,7 @@ ERROR_CASE(tg_sync_batch_norm_new, unbiased_correction,
 
 ERROR_CASE(tg_sync_batch_norm_new, bad_momentum, "momentum is outside [0, 1]")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = 2;
     tg_module *m = tg_sync_batch_norm_new(mt_pg, 3, &c);
     EXPECT_ERROR(m == NULL, "tg_sync_batch_norm_new: momentum is 2");
@@ -412,7 +412,7 @@ ERROR_CASE(tg_sync_batch_norm_new, null_group,
 ERROR_CASE(tg_sync_batch_norm_convert, unbiased_correction,
            "a BatchNorm in the tree has correction 1")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.correction = 1;
     tg_module *net = TG_SEQUENTIAL(tg_batch_norm1d_new(3, &c));
     EXPECT_ERROR(tg_sync_batch_norm_convert(&net, mt_pg) == -1,

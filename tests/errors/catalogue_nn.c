@@ -699,7 +699,7 @@ ERROR_CASE(tg_layer_norm_new, bad_eps, "eps is negative, inf or NaN")
                  "tg_layer_norm_new: eps is -1e-05");
 }
 
-NEVER_FAILS(tg_batch_norm_config_default, "returns PyTorch's defaults");
+NEVER_FAILS(tg_batch_norm_config_defaults, "returns PyTorch's defaults");
 
 ERROR_CASE(tg_batch_norm1d_new, zero_features, "num_features is 0")
 {
@@ -709,7 +709,7 @@ ERROR_CASE(tg_batch_norm1d_new, zero_features, "num_features is 0")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_momentum, "momentum is outside [0, 1]")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = 1.5;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: momentum is 1.5");
@@ -717,7 +717,7 @@ ERROR_CASE(tg_batch_norm1d_new, bad_momentum, "momentum is outside [0, 1]")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_eps, "eps is negative, inf or NaN")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.eps = -1;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: eps is -1");
@@ -725,7 +725,7 @@ ERROR_CASE(tg_batch_norm1d_new, bad_eps, "eps is negative, inf or NaN")
 
 ERROR_CASE(tg_batch_norm1d_new, bad_correction, "correction is not 0 or 1")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.correction = 2;
     EXPECT_ERROR(tg_batch_norm1d_new(3, &c) == NULL,
                  "tg_batch_norm1d_new: correction is 2");
@@ -739,7 +739,7 @@ ERROR_CASE(tg_batch_norm2d_new, zero_features, "num_features is 0")
 
 ERROR_CASE(tg_batch_norm2d_new, bad_momentum, "momentum is outside [0, 1]")
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = -0.1;
     EXPECT_ERROR(tg_batch_norm2d_new(3, &c) == NULL,
                  "tg_batch_norm2d_new: momentum is -0.1");
@@ -920,20 +920,20 @@ ERROR_CASE(tg_flatten_new, out_of_memory,
 
 /* ---- optimisers ---- */
 
-NEVER_FAILS(tg_sgd_config_default, "returns PyTorch's defaults");
-NEVER_FAILS(tg_adam_config_default, "returns PyTorch's defaults");
-NEVER_FAILS(tg_adamw_config_default, "returns PyTorch's defaults");
+NEVER_FAILS(tg_sgd_config_defaults, "returns PyTorch's defaults");
+NEVER_FAILS(tg_adam_config_defaults, "returns PyTorch's defaults");
+NEVER_FAILS(tg_adamw_config_defaults, "returns PyTorch's defaults");
 
 ERROR_CASE(tg_sgd_new, negative_lr, "lr is negative or NaN")
 {
-    tg_sgd_config c = tg_sgd_config_default(-0.1);
+    tg_sgd_config c = {.lr = -0.1};
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid learning rate -0.1");
 }
 
 ERROR_CASE(tg_sgd_new, negative_momentum, "momentum is negative")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.momentum = -0.9;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid momentum value -0.9");
@@ -941,7 +941,7 @@ ERROR_CASE(tg_sgd_new, negative_momentum, "momentum is negative")
 
 ERROR_CASE(tg_sgd_new, negative_weight_decay, "weight_decay is negative")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.weight_decay = -1e-4;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: invalid weight_decay value -0.0001");
@@ -949,7 +949,7 @@ ERROR_CASE(tg_sgd_new, negative_weight_decay, "weight_decay is negative")
 
 ERROR_CASE(tg_sgd_new, dampening_nan, "dampening is NaN")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.dampening = NAN;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL, "tg_sgd_new: dampening is nan");
 }
@@ -957,7 +957,7 @@ ERROR_CASE(tg_sgd_new, dampening_nan, "dampening is NaN")
 ERROR_CASE(tg_sgd_new, nesterov_without_momentum,
            "nesterov without momentum (or with dampening)")
 {
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.nesterov = true;
     EXPECT_ERROR(tg_sgd_new(NULL, &c) == NULL,
                  "tg_sgd_new: nesterov with momentum 0.0 and dampening 0.0");
@@ -997,14 +997,14 @@ ERROR_CASE(tg_sgd_new, out_of_memory_listing_parameters,
 
 ERROR_CASE(tg_adam_new, negative_lr, "lr is negative or NaN")
 {
-    tg_adam_config c = tg_adam_config_default(NAN);
+    tg_adam_config c = {.lr = NAN};
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid learning rate nan");
 }
 
 ERROR_CASE(tg_adam_new, negative_eps, "eps is negative")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.eps = -1e-8;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid epsilon value -1e-08");
@@ -1012,7 +1012,7 @@ ERROR_CASE(tg_adam_new, negative_eps, "eps is negative")
 
 ERROR_CASE(tg_adam_new, bad_beta1, "beta1 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta1 = 1.0;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid beta1 1.0");
@@ -1020,7 +1020,7 @@ ERROR_CASE(tg_adam_new, bad_beta1, "beta1 is outside [0, 1)")
 
 ERROR_CASE(tg_adam_new, bad_beta2, "beta2 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta2 = -0.5;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid beta2 -0.5");
@@ -1028,7 +1028,7 @@ ERROR_CASE(tg_adam_new, bad_beta2, "beta2 is outside [0, 1)")
 
 ERROR_CASE(tg_adam_new, negative_weight_decay, "weight_decay is negative")
 {
-    tg_adam_config c = tg_adam_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.weight_decay = -0.01;
     EXPECT_ERROR(tg_adam_new(NULL, &c) == NULL,
                  "tg_adam_new: invalid weight_decay value -0.01");
@@ -1036,7 +1036,7 @@ ERROR_CASE(tg_adam_new, negative_weight_decay, "weight_decay is negative")
 
 ERROR_CASE(tg_adamw_new, bad_beta2, "beta2 is outside [0, 1)")
 {
-    tg_adam_config c = tg_adamw_config_default(1e-3);
+    tg_adam_config c = {.lr = 1e-3};
     c.beta2 = 1.0;
     EXPECT_ERROR(tg_adamw_new(NULL, &c) == NULL,
                  "tg_adamw_new: invalid beta2 1.0");
@@ -1223,6 +1223,62 @@ ERROR_CASE(tg_lr_cosine, bad_eta_min,
 {
     EXPECT_ERROR(isnan(tg_lr_cosine(INFINITY, 1, 10, 0.0)),
                  "tg_lr_cosine: base_lr is inf and eta_min 0");
+}
+
+/* ---- gradient summaries ---- */
+
+ERROR_CASE(tg_param_grad_summary, integer_tensor, "p is an int64 tensor")
+{
+    tg_tensor *p = tg_zeros(TG_SHAPE(2, 3), TG_INT64);
+    tg_grad_summary s;
+    EXPECT_ERROR(tg_param_grad_summary(p, &s) == -1,
+                 "tg_param_grad_summary: p is an int64 tensor of shape "
+                 "(2, 3)");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_param_grad_summary, null_out, "out is NULL")
+{
+    tg_tensor *p = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    EXPECT_ERROR(tg_param_grad_summary(p, NULL) == -1,
+                 "tg_param_grad_summary: out is NULL");
+    tg_release(p);
+}
+
+ERROR_CASE(tg_param_grad_summary, null_tensor,
+           "p is NULL (an earlier call failed)")
+{
+    tg_grad_summary s;
+    EXPECT_SILENT(tg_param_grad_summary(NULL, &s) == -1);
+}
+
+ERROR_CASE(tg_module_grad_summaries, bad_room,
+           "max < 0, or out NULL with max > 0")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    EXPECT_ERROR(tg_module_grad_summaries(m, NULL, 2) == -1,
+                 "tg_module_grad_summaries: room for 2 summaries at NULL");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_grad_summaries, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_grad_summary s[2];
+    tg_fail_allocations_after(1); // counting takes one
+    int rc = tg_module_grad_summaries(m, s, 2);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1,
+                 "tg_module_grad_summaries: out of memory listing 2 "
+                 "parameters");
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_module_grad_summaries, null_module,
+           "m is NULL (a constructor failed)")
+{
+    tg_grad_summary s[2];
+    EXPECT_SILENT(tg_module_grad_summaries(NULL, s, 2) == -1);
 }
 
 /* ---- checkpoints ---- */
@@ -1477,6 +1533,120 @@ ERROR_CASE(tg_module_save, null_module,
            "the module is NULL (its constructor failed)")
 {
     EXPECT_SILENT(tg_module_save(NULL, "ck") == -1);
+}
+
+/* ---- optimiser state ---- */
+
+/* An SGD with momentum over a (2 -> 3) Linear, after one step. */
+static tg_optimizer *stepped_sgd(tg_module *m)
+{
+    tg_sgd_config c = {.lr = 0.1, .momentum = 0.9};
+    tg_optimizer *o = tg_sgd_new(m, &c);
+    for (int i = 0; i < 2; i++) {
+        tg_named_tensor p[2];
+        tg_module_named_parameters(m, p, 2);
+        p[i].tensor->grad = tg_ones(p[i].tensor->shape, p[i].tensor->ndim,
+                                    TG_FLOAT32);
+    }
+    cr_assert_eq(tg_optimizer_step(o), 0);
+    return o;
+}
+
+ERROR_CASE(tg_optimizer_save, null_dir, "the folder name is NULL or empty")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    EXPECT_ERROR(tg_optimizer_save(o, NULL) == -1,
+                 "tg_optimizer_save: the folder name is NULL");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_save, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    tg_fail_allocations_after(0);
+    int rc = tg_optimizer_save(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_save: out of memory for the state "
+                           "of 2 parameters");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_save, null_optimizer,
+           "opt is NULL (a constructor failed)")
+{
+    EXPECT_SILENT(tg_optimizer_save(NULL, "st") == -1);
+}
+
+ERROR_CASE(tg_optimizer_load, null_dir, "the folder name is NULL or empty")
+{
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    EXPECT_ERROR(tg_optimizer_load(o, NULL) == -1,
+                 "tg_optimizer_load: the folder name is NULL");
+    tg_optimizer_free(o);
+}
+
+ERROR_CASE(tg_optimizer_load, out_of_memory, "memory runs out")
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = tg_sgd_new(m, NULL);
+    tg_fail_allocations_after(0);
+    int rc = tg_optimizer_load(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_load: out of memory for the state "
+                           "of 2 parameters");
+    tg_optimizer_free(o);
+    tg_module_free(m);
+}
+
+ERROR_CASE(tg_optimizer_load, out_of_memory_file_name,
+           "memory runs out for a file name")
+{
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    tg_fail_allocations_after(1);
+    int rc = tg_optimizer_load(o, "st");
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_optimizer_load: out of memory for a file "
+                           "name");
+    tg_optimizer_free(o);
+}
+
+ERROR_CASE(tg_optimizer_load, missing_file, "a file of the state is missing")
+{
+    scratch_enter();
+    tg_optimizer *o = tg_sgd_new(NULL, NULL);
+    EXPECT_ERROR(tg_optimizer_load(o, "st") == -1,
+                 "tg_optimizer_load: cannot read header of the optimiser "
+                 "state in 'st': cannot open 'st/header.npy': No such file "
+                 "or directory");
+    tg_optimizer_free(o);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_optimizer_load, does_not_fit,
+           "the state is of another kind, or of other parameters")
+{
+    scratch_enter();
+    tg_module *m = tg_linear_new(2, 3, true);
+    tg_optimizer *o = stepped_sgd(m);
+    cr_assert_eq(tg_optimizer_save(o, "st"), 0);
+    tg_optimizer *adam = tg_adam_new(m, NULL);
+    EXPECT_ERROR(tg_optimizer_load(adam, "st") == -1,
+                 "tg_optimizer_load: the optimiser state in 'st' does not "
+                 "fit: it is the state of SGD, this optimiser is Adam");
+    tg_optimizer_free(adam);
+    tg_optimizer_free(o);
+    tg_module_free(m);
+    scratch_leave();
+}
+
+ERROR_CASE(tg_optimizer_load, null_optimizer,
+           "opt is NULL (a constructor failed)")
+{
+    EXPECT_SILENT(tg_optimizer_load(NULL, "st") == -1);
 }
 
 ERROR_CASE(tg_module_load, empty_dir, "the folder name is NULL or empty")

@@ -781,6 +781,11 @@ ERROR_CASE(tg_rsub_scalar, null_tensor, "a is NULL (an earlier call failed)")
     EXPECT_SILENT(tg_rsub_scalar(NULL, 1.0) == NULL);
 }
 
+ERROR_CASE(tg_rdiv_scalar, null_tensor, "a is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_rdiv_scalar(NULL, 1.0) == NULL);
+}
+
 ERROR_CASE(tg_mul_scalar, null_tensor, "a is NULL (an earlier call failed)")
 {
     EXPECT_SILENT(tg_mul_scalar(NULL, 2.0) == NULL);
@@ -2031,7 +2036,7 @@ ERROR_CASE(tg_batch_norm_composed, eval_without_running_stats,
 {
     tg_tensor *x = F32(4, 3);
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = false;
+    o.eval = true;
     tg_tensor *y = tg_batch_norm_composed(x, NULL, NULL, NULL, NULL, &o);
     EXPECT_ERROR(y == NULL,
                  "tg_batch_norm_composed: eval mode needs running statistics, but running_mean and running_var are NULL");

@@ -171,9 +171,9 @@ static int add_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_add = {
     "StudentAddBackward", add_forward, add_backward, sizeof(add_shapes)};
 
-static tg_tensor *apply_student_add(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student_add(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_function_apply(&student_add, (const tg_tensor *const *)in, 2,
                              NULL);
 }

@@ -156,11 +156,11 @@ static int op_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_op = {"StudentBackward", op_forward,
                                        op_backward, sizeof(const op_case *)};
 
-static tg_tensor *apply_student_op(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student_op(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
     return tg_function_apply(&student_op, (const tg_tensor *const *)in, 2,
-                             ctx);
+                             user);
 }
 
 /* Operands where the op and its gradients are smooth: any a and b for

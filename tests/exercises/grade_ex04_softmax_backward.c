@@ -45,9 +45,9 @@ static const tg_function student_softmax = {
     "StudentSoftmaxBackward", softmax_forward, softmax_backward, 0};
 
 static tg_tensor *apply_student_softmax(const tg_tensor *const *in, int n,
-                                        void *ctx)
+                                        void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_function_apply(&student_softmax, (const tg_tensor *const *)in,
                              1, NULL);
 }

@@ -132,9 +132,9 @@ static int ln_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_ln = {"StudentLayerNormBackward",
                                        ln_forward, ln_backward, 0};
 
-static tg_tensor *apply_student_ln(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student_ln(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_function_apply(&student_ln, (const tg_tensor *const *)in, 3,
                              NULL);
 }

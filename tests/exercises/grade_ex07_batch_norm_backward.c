@@ -140,9 +140,9 @@ static int bn_backward(tg_ctx *ctx, const tg_tensor *g,
 static const tg_function student_bn = {"StudentBatchNormBackward",
                                        bn_forward, bn_backward, 0};
 
-static tg_tensor *apply_student_bn(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *apply_student_bn(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     return tg_function_apply(&student_bn, (const tg_tensor *const *)in, 3,
                              NULL);
 }

@@ -165,7 +165,7 @@ TG_TEST(ex08, matches_numpy_momentum_0_3)
 static void check_against_module(double momentum, uint64_t seed)
 {
     const int64_t channels = 3, sizes[4] = {2, 16, 7, 2};
-    tg_batch_norm_config cfg = tg_batch_norm_config_default();
+    tg_batch_norm_config cfg = tg_batch_norm_config_defaults();
     cfg.momentum = momentum;
     tg_module *bn = tg_batch_norm1d_new(channels, &cfg);
     cr_assert(bn && tg_module_to_dtype(bn, TG_FLOAT64) == 0, "%s",

@@ -180,12 +180,12 @@ TG_TEST(ex09, no_node_when_no_input_needs_grad)
     tg_generator_free(gen);
 }
 
-/* tg_gradcheck's f: the student's op with the eps in ctx. */
-static tg_tensor *apply_student(const tg_tensor *const *in, int n, void *ctx)
+/* tg_gradcheck's f: the student's op with the eps in user. */
+static tg_tensor *apply_student(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
     tg_tensor *y;
-    EX_CALL_RECORDING(y = ex_rms_norm(in[0], in[1], *(const double *)ctx));
+    EX_CALL_RECORDING(y = ex_rms_norm(in[0], in[1], *(const double *)user));
     return y;
 }
 

@@ -29,7 +29,7 @@ static setup make(uint64_t seed, int64_t width, tg_norm_kind norm, double lr,
     tg_manual_seed(seed); // the Linear weights
     setup s;
     s.model = tg_mlp_new(2, TG_SHAPE(width, width), 3, norm, TG_ACT_RELU);
-    tg_sgd_config c = tg_sgd_config_default(lr);
+    tg_sgd_config c = {.lr = lr};
     c.momentum = momentum;
     s.opt = tg_sgd_new(s.model, &c);
     cr_assert(s.model && s.opt, "making the model failed:\n%s",

@@ -375,7 +375,7 @@ TG_TEST(checkpoint, optimiser_made_before_the_load_steps_the_loaded_values)
     tg_module *a = mlp(2), *b = mlp(2);
     train_ish(a, g);
     cr_assert_eq(tg_module_save(a, dir), 0);
-    tg_sgd_config c = tg_sgd_config_default(0.5);
+    tg_sgd_config c = {.lr = 0.5};
     tg_optimizer *opt = tg_sgd_new(b, &c);
     cr_assert_not_null(opt, "%s", tg_last_error());
     cr_assert_eq(tg_module_load(b, dir), 0, "%s", tg_last_error());

@@ -389,7 +389,7 @@ TG_TEST(layers, one_sgd_step_matches_pytorch_rules)
         cr_assert_not_null(p->grad, "%s has no gradient", sgd_params[i]);
         tg_test_check_ref(tg_retain(p->grad), ref, 1e-6, 1e-6);
     }
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     tg_optimizer *opt = tg_sgd_new(m, &c);
     cr_assert_not_null(opt, "%s", tg_last_error());
     cr_assert_eq(tg_optimizer_step(opt), 0, "%s", tg_last_error());
@@ -403,7 +403,7 @@ TG_TEST(layers, sgd_check_rejects_a_wrong_learning_rate)
 {
     tg_module *m = tiny_model();
     tg_release(tiny_loss(m));
-    tg_sgd_config c = tg_sgd_config_default(0.11);
+    tg_sgd_config c = {.lr = 0.11};
     tg_optimizer *opt = tg_sgd_new(m, &c);
     cr_assert_not_null(opt, "%s", tg_last_error());
     cr_assert_eq(tg_optimizer_step(opt), 0, "%s", tg_last_error());
@@ -425,7 +425,7 @@ TG_TEST(layers, sgd_check_rejects_a_wrong_learning_rate)
 TG_TEST(layers, two_sgd_momentum_steps_match_pytorch_rules)
 {
     tg_module *m = tiny_model();
-    tg_sgd_config c = tg_sgd_config_default(0.1);
+    tg_sgd_config c = {.lr = 0.1};
     c.momentum = 0.9;
     c.weight_decay = 1e-2;
     tg_optimizer *opt = tg_sgd_new(m, &c);
@@ -444,12 +444,12 @@ TG_TEST(layers, two_sgd_momentum_steps_match_pytorch_rules)
 
 /* -------------------------------------------------------------- gradcheck */
 
-/* The model (ctx) applied to inputs[0]; the other inputs are the model's
+/* The model (user) applied to inputs[0]; the other inputs are the model's
  * own parameters, which gradcheck perturbs in place. */
-static tg_tensor *f_model(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_model(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    return tg_module_forward(ctx, in[0]);
+    return tg_module_forward(user, in[0]);
 }
 
 /* gradcheck of m (converted to float64) w.r.t. a float64 x and every
@@ -529,9 +529,9 @@ TG_TEST(layers, gradcheck_of_small_sequentials)
 
 /* gradcheck must reject a wrong gradient: a Linear whose forward uses a
  * detached weight gives the right output but no gradient to the weight. */
-static tg_tensor *f_detached_weight(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_detached_weight(const tg_tensor *const *in, int n, void *user)
 {
-    (void)n, (void)ctx;
+    (void)n, (void)user;
     tg_tensor *w = tg_detach(in[1]);
     tg_tensor *wt = tg_transpose(w, 0, 1);
     tg_tensor *xw = tg_matmul(in[0], wt);

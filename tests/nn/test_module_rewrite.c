@@ -33,18 +33,18 @@ TG_TEST(module_rewrite, replace_keeps_name_and_order)
 
 TG_TEST(module_rewrite, batch_norm_info)
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.eps = 1e-3;
-    c.affine = false;
+    c.no_affine = true;
     tg_module *b1 = tg_batch_norm1d_new(5, &c);
     tg_module *b2 = tg_batch_norm2d_new(4, NULL);
     tg_module *ln = tg_layer_norm_new(TG_SHAPE(4), 1e-5, true);
     tg_batch_norm_module_desc d;
     cr_assert(tg_batch_norm_module_info(b1, &d));
     cr_assert(d.num_features == 5 && d.spatial == 1 && d.config.eps == 1e-3 &&
-              !d.config.affine && d.config.track_running_stats);
+              d.config.no_affine && !d.config.no_running_stats);
     cr_assert(tg_batch_norm_module_info(b2, &d));
-    cr_assert(d.num_features == 4 && d.spatial == 2 && d.config.affine);
+    cr_assert(d.num_features == 4 && d.spatial == 2 && !d.config.no_affine);
     cr_assert(!tg_batch_norm_module_info(ln, &d));
     cr_assert(!tg_batch_norm_module_info(NULL, NULL));
     tg_module_free(ln);

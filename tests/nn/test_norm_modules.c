@@ -84,12 +84,12 @@ static const norm_case *find_case(const char *name)
 
 static tg_batch_norm_config config_of(const norm_case *c)
 {
-    tg_batch_norm_config k = tg_batch_norm_config_default();
+    tg_batch_norm_config k = tg_batch_norm_config_defaults();
     k.eps = c->eps;
     k.momentum = c->momentum;
     k.cumulative = c->cumulative;
-    k.affine = c->affine;
-    k.track_running_stats = c->track;
+    k.no_affine = !c->affine;
+    k.no_running_stats = !c->track;
     k.correction = c->correction;
     return k;
 }
@@ -334,12 +334,12 @@ static tg_batch_norm_config bn_config(double eps, double momentum,
                                       bool cumulative, bool affine,
                                       bool track)
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.eps = eps;
     c.momentum = momentum;
     c.cumulative = cumulative;
-    c.affine = affine;
-    c.track_running_stats = track;
+    c.no_affine = !affine;
+    c.no_running_stats = !track;
     return c;
 }
 
@@ -393,7 +393,7 @@ TG_TEST(nn_norm, whole_number_settings_print_as_python_floats)
     expect_print(tg_batch_norm1d_new(3, &c),
                  "BatchNorm1d(3, eps=1e-05, momentum=1.0, affine=True, "
                  "track_running_stats=True)");
-    c = bn_config(0.0, 0.0, false, true, true);
+    c = bn_config(TG_EXACT_ZERO, TG_EXACT_ZERO, false, true, true);
     expect_print(tg_batch_norm1d_new(3, &c),
                  "BatchNorm1d(3, eps=0.0, momentum=0.0, affine=True, "
                  "track_running_stats=True)");
@@ -423,7 +423,7 @@ TG_TEST(nn_norm, settings_print_with_python_float_digits)
  * as PyTorch does says so, after PyTorch's own arguments. */
 TG_TEST(nn_norm, unbiased_batch_norm_prints_its_correction)
 {
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     char *s;
     tg_module *m = tg_batch_norm1d_new(8, &c);
     s = tg_module_format(m);
@@ -902,7 +902,7 @@ TG_TEST(nn_norm, bad_config)
         {1e-5, 0.1, -1, "correction is -1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        tg_batch_norm_config c = tg_batch_norm_config_default();
+        tg_batch_norm_config c = tg_batch_norm_config_defaults();
         c.eps = bad[i].eps;
         c.momentum = bad[i].momentum;
         c.correction = bad[i].correction;
@@ -914,7 +914,7 @@ TG_TEST(nn_norm, bad_config)
     }
     tg_assert_error("rule: the training variance divides by n - "
                     "correction");
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.momentum = 2.0;
     cr_assert_null(tg_batch_norm1d_new(3, &c));
     tg_assert_error("rule: momentum is in [0, 1]",
@@ -925,7 +925,7 @@ TG_TEST(nn_norm, bad_config)
     tg_assert_error("rule: eps is a finite number >= 0",
                     "hint: PyTorch's default is 1e-5");
     /* momentum is not used when cumulative (momentum=None) */
-    c = tg_batch_norm_config_default();
+    c = tg_batch_norm_config_defaults();
     c.cumulative = true;
     c.momentum = NAN;
     tg_module *m = tg_batch_norm1d_new(3, &c);
@@ -970,12 +970,12 @@ TG_TEST(nn_norm, layer_norm_rejects_other_trailing_dims)
 
 /* -------------------------------------------------------------- gradcheck */
 
-/* The layer (ctx) applied to inputs[0]. The other inputs are the layer's
+/* The layer (user) applied to inputs[0]. The other inputs are the layer's
  * own weight and bias, which gradcheck perturbs in place. */
-static tg_tensor *f_layer(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *f_layer(const tg_tensor *const *in, int n, void *user)
 {
     (void)in, (void)n;
-    return tg_module_forward(ctx, in[0]);
+    return tg_module_forward(user, in[0]);
 }
 
 /* gradcheck w.r.t. x and, when the layer has them, weight and bias. The
@@ -1087,16 +1087,16 @@ TG_TEST(nn_norm, gradcheck_in_training_mode)
  * as if they were running statistics). The output is the true training
  * output, but the gradient misses the paths through mean and variance. */
 static tg_tensor *f_stats_as_constants(const tg_tensor *const *in, int n,
-                                       void *ctx)
+                                       void *user)
 {
     (void)n;
-    tg_module *m = ctx;
+    tg_module *m = user;
     tg_no_grad_begin();
     tg_tensor *mean = tg_mean(in[0], TG_DIMS(0, 2), false);
     tg_tensor *var = tg_var(in[0], TG_DIMS(0, 2), 0, false);
     tg_no_grad_end();
     tg_batch_norm_options o = tg_batch_norm_defaults();
-    o.training = false;
+    o.eval = true;
     tg_tensor *y = tg_batch_norm_ex(in[0], mean, var,
                                     tg_module_parameter(m, "weight"),
                                     tg_module_parameter(m, "bias"), &o, NULL,

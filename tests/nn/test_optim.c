@@ -324,14 +324,14 @@ static tg_tensor *leaf(int64_t n, double value)
 
 TG_TEST(optim, defaults_as_pytorch)
 {
-    tg_sgd_config s = tg_sgd_config_default(0.1);
-    cr_assert(s.lr == 0.1 && s.momentum == 0 && s.dampening == 0 &&
+    tg_sgd_config s = tg_sgd_config_defaults();
+    cr_assert(s.lr == 1e-3 && s.momentum == 0 && s.dampening == 0 &&
               s.weight_decay == 0 && !s.nesterov);
-    tg_adam_config a = tg_adam_config_default(0.01);
-    cr_assert(a.lr == 0.01 && a.beta1 == 0.9 && a.beta2 == 0.999 &&
+    tg_adam_config a = tg_adam_config_defaults();
+    cr_assert(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 &&
               a.eps == 1e-8 && a.weight_decay == 0);
-    tg_adam_config w = tg_adamw_config_default(0.01);
-    cr_assert(w.lr == 0.01 && w.beta1 == 0.9 && w.beta2 == 0.999 &&
+    tg_adam_config w = tg_adamw_config_defaults();
+    cr_assert(w.lr == 1e-3 && w.beta1 == 0.9 && w.beta2 == 0.999 &&
               w.eps == 1e-8 && w.weight_decay == 1e-2);
 
     /* config NULL: the defaults with lr 1e-3 */
@@ -735,23 +735,23 @@ TG_TEST(optim_tape, adam_minimises_a_quadratic)
 
 TG_TEST(optim_errors, sgd_hyper_parameters)
 {
-    tg_sgd_config c = tg_sgd_config_default(-0.1);
+    tg_sgd_config c = {.lr = -0.1};
     cr_assert_null(tg_sgd_new(NULL, &c));
     tg_assert_error("tg_sgd_new", "invalid learning rate -0.1", "lr >= 0");
-    c = tg_sgd_config_default(0.1);
+    c = (tg_sgd_config){.lr = 0.1};
     c.momentum = -0.9;
     cr_assert_null(tg_sgd_new(NULL, &c));
     tg_assert_error("tg_sgd_new", "invalid momentum value -0.9",
                     "momentum >= 0");
-    c = tg_sgd_config_default(0.1);
+    c = (tg_sgd_config){.lr = 0.1};
     c.weight_decay = -1e-4;
     cr_assert_null(tg_sgd_new(NULL, &c));
     tg_assert_error("invalid weight_decay value -0.0001", "weight_decay >= 0");
-    c = tg_sgd_config_default(0.1);
+    c = (tg_sgd_config){.lr = 0.1};
     c.dampening = NAN;
     cr_assert_null(tg_sgd_new(NULL, &c));
     tg_assert_error("dampening is nan");
-    c = tg_sgd_config_default(0.1);
+    c = (tg_sgd_config){.lr = 0.1};
     c.nesterov = true;
     cr_assert_null(tg_sgd_new(NULL, &c));
     tg_assert_error("nesterov with momentum 0.0 and dampening 0.0",
@@ -765,7 +765,7 @@ TG_TEST(optim_errors, sgd_hyper_parameters)
     cr_assert_not_null(ok, "momentum 0.9, dampening 0 is fine");
     tg_optimizer_free(ok);
     /* lr 0 is allowed, as in PyTorch */
-    c = tg_sgd_config_default(0.0);
+    c = (tg_sgd_config){.lr = TG_EXACT_ZERO};
     ok = tg_sgd_new(NULL, &c);
     cr_assert_not_null(ok);
     tg_optimizer_free(ok);
@@ -773,35 +773,35 @@ TG_TEST(optim_errors, sgd_hyper_parameters)
 
 TG_TEST(optim_errors, adam_hyper_parameters)
 {
-    tg_adam_config c = tg_adam_config_default(-1e-3);
+    tg_adam_config c = {.lr = -1e-3};
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("tg_adam_new", "invalid learning rate -0.001");
-    c = tg_adam_config_default(1e-3);
+    c = (tg_adam_config){.lr = 1e-3};
     c.eps = -1e-8;
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("invalid epsilon value -1e-08", "epsilon >= 0");
-    c = tg_adam_config_default(1e-3);
+    c = (tg_adam_config){.lr = 1e-3};
     c.beta1 = 1.0;
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("invalid beta1 1.0", "0 <= beta1 < 1", "index 0");
     c.beta1 = -0.1;
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("invalid beta1 -0.1");
-    c = tg_adam_config_default(1e-3);
+    c = (tg_adam_config){.lr = 1e-3};
     c.beta2 = 1.5;
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("invalid beta2 1.5", "0 <= beta2 < 1", "index 1");
     c.beta2 = NAN;
     cr_assert_null(tg_adam_new(NULL, &c));
     tg_assert_error("invalid beta2 nan");
-    c = tg_adamw_config_default(1e-3);
+    c = (tg_adam_config){.lr = 1e-3};
     c.weight_decay = -0.01;
     cr_assert_null(tg_adamw_new(NULL, &c));
     tg_assert_error("tg_adamw_new", "invalid weight_decay value -0.01");
     /* beta 0 and eps 0 are allowed, as in PyTorch */
-    c = tg_adam_config_default(1e-3);
-    c.beta1 = 0.0;
-    c.eps = 0.0;
+    c = (tg_adam_config){.lr = 1e-3};
+    c.beta1 = TG_EXACT_ZERO;
+    c.eps = TG_EXACT_ZERO;
     tg_optimizer *ok = tg_adam_new(NULL, &c);
     cr_assert_not_null(ok);
     tg_optimizer_free(ok);

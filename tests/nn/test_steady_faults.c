@@ -150,7 +150,7 @@ TG_TEST(steady_faults, medium_mlp_step_takes_none_once_warm)
     mlp_ctx c = {0};
     c.mlp = tg_mlp_new(2, TG_SHAPE(128, 128), 3, TG_NORM_BATCH, TG_ACT_RELU);
     cr_assert_not_null(c.mlp, "%s", tg_last_error());
-    tg_sgd_config cfg = tg_sgd_config_default(0.1);
+    tg_sgd_config cfg = {.lr = 0.1};
     c.opt = tg_sgd_new(c.mlp, &cfg);
     c.x = tg_randn(TG_SHAPE(256, 2), TG_FLOAT32);
     c.y = tg_randint(0, 3, TG_SHAPE(256));

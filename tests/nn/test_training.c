@@ -127,7 +127,7 @@ static void train(tg_norm_kind norm, uint64_t seed, int epochs, run *r)
     tg_manual_seed(seed);
     tg_module *m = tg_mlp_new(2, hidden, DEPTH, CLASSES, norm, TG_ACT_RELU);
     cr_assert(m != NULL, "%s", tg_last_error());
-    tg_sgd_config cfg = tg_sgd_config_default(LR);
+    tg_sgd_config cfg = {.lr = LR};
     cfg.momentum = MOMENTUM;
     tg_optimizer *opt = tg_sgd_new(m, &cfg);
     cr_assert(opt != NULL, "%s", tg_last_error());

@@ -1013,10 +1013,10 @@ static int run_graph(fixture *f)
     return rc;
 }
 
-static tg_tensor *gc_fn(const tg_tensor *const *in, int n, void *ctx)
+static tg_tensor *gc_fn(const tg_tensor *const *in, int n, void *user)
 {
     (void)n;
-    (void)ctx;
+    (void)user;
     tg_tensor *p = tg_mul(in[0], in[1]);
     tg_tensor *y = p ? tg_tanh(p) : NULL;
     tg_release(p);
@@ -1236,7 +1236,7 @@ static int run_mlp_new_layer(fixture *f)
 static int run_norm_layers_new(fixture *f)
 {
     (void)f;
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.cumulative = true;
     tg_module *m = TG_SEQUENTIAL(tg_layer_norm_new(TG_SHAPE(4, 5), 1e-5,
                                                    true),
@@ -1262,7 +1262,7 @@ static void list_params(fixture *f)
 static int setup_batch_norm_module(fixture *f)
 {
     tg_manual_seed(10);
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.cumulative = true;
     f->m = tg_batch_norm1d_new(3, &c);
     f->t[0] = randn(TG_SHAPE(4, 3, 2), TG_FLOAT32, true);
@@ -1381,7 +1381,7 @@ static int setup_optim(fixture *f, tg_norm_kind norm, bool adam, int steps)
 {
     if (setup_mlp(f, norm) < 0)
         return -1;
-    tg_sgd_config sgd = tg_sgd_config_default(0.1);
+    tg_sgd_config sgd = {.lr = 0.1};
     sgd.momentum = 0.9;
     f->opt = adam ? tg_adam_new(f->m, NULL) : tg_sgd_new(f->m, &sgd);
     if (!f->opt)

@@ -260,7 +260,7 @@ TG_TEST(limits, batch_norm_full_counter_fails_before_anything_moves)
     check_refused(bn, -1); // a count is never negative
     tg_module_free(bn);
 
-    tg_batch_norm_config c = tg_batch_norm_config_default();
+    tg_batch_norm_config c = tg_batch_norm_config_defaults();
     c.cumulative = true; // momentum 1 / count: the count is read first
     bn = tg_batch_norm1d_new(2, &c);
     check_refused(bn, INT64_MAX);

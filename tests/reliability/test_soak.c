@@ -263,7 +263,7 @@ static void soak(soak_run *r)
                  tg_last_error());
     tg_batches *batches = tg_batches_new(&train, SOAK_BATCH, true, false, g);
     tg_module *m = soak_model();
-    tg_adam_config cfg = tg_adam_config_default(1e-2);
+    tg_adam_config cfg = {.lr = 1e-2};
     tg_optimizer *opt = tg_adam_new(m, &cfg);
     cr_assert(batches && opt, "%s", tg_last_error());
     int64_t per_epoch = tg_batches_per_epoch(batches);

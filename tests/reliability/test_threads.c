@@ -145,10 +145,10 @@ static void train(training *t)
         rc == 0 ? tg_batches_new(&data, 32, true, true, g) : NULL;
     tg_optimizer *opt = NULL;
     if (t->adam) {
-        tg_adam_config c = tg_adam_config_default(1e-2);
+        tg_adam_config c = {.lr = 1e-2};
         opt = tg_adam_new(t->model, &c);
     } else {
-        tg_sgd_config c = tg_sgd_config_default(0.1);
+        tg_sgd_config c = {.lr = 0.1};
         c.momentum = 0.9;
         opt = tg_sgd_new(t->model, &c);
     }

@@ -577,7 +577,7 @@ TG_TEST(parallel, sgd_loops_match_the_rule)
     for (int with_momentum = 0; with_momentum < 2; with_momentum++) {
         tg_tensor *p = test_values(TG_SHAPE(37), TG_FLOAT32, 0.5);
         tg_set_requires_grad(p, true);
-        tg_sgd_config c = tg_sgd_config_default(lr);
+        tg_sgd_config c = {.lr = lr};
         c.momentum = with_momentum ? mom : 0.0;
         tg_optimizer *opt = tg_sgd_new(NULL, &c);
         cr_assert_eq(tg_optimizer_add_parameter(opt, p), 0);

@@ -112,22 +112,40 @@ static void add_bias(tg_dtype dtype, void *y, const void *b, int64_t sb,
     }
 }
 
-/* db[j] = sum_i g[i * s0 + j * s1] for i in order, in double. */
+/* db[j] = sum_i g[i * s0 + j * s1], each column summed in double with
+ * the rows in order. The walk goes along the rows (g is usually
+ * row-major), a block of columns at a time, each column's partial sum in
+ * acc: the same additions in the same order as a column-by-column loop. */
+#define TG_LINEAR_COLUMN_SUMS(sfx, T)                                       \
+    static void column_sums_##sfx(const T *g, int64_t s0, int64_t s1,       \
+                                  T *db, int64_t m, int64_t n)              \
+    {                                                                       \
+        enum { COLS = 256 };                                                \
+        double acc[COLS];                                                   \
+        for (int64_t j0 = 0; j0 < n; j0 += COLS) {                          \
+            int64_t w = n - j0 < COLS ? n - j0 : COLS;                      \
+            for (int64_t j = 0; j < w; j++)                                 \
+                acc[j] = 0;                                                 \
+            for (int64_t i = 0; i < m; i++) {                               \
+                const T *row = g + i * s0 + j0 * s1;                        \
+                for (int64_t j = 0; j < w; j++)                             \
+                    acc[j] += (double)row[j * s1];                          \
+            }                                                               \
+            for (int64_t j = 0; j < w; j++)                                 \
+                db[j0 + j] = (T)acc[j];                                     \
+        }                                                                   \
+    }
+
+TG_LINEAR_COLUMN_SUMS(f32, float)
+TG_LINEAR_COLUMN_SUMS(f64, double)
+
 static void column_sums(tg_dtype dtype, operand g, void *db, int64_t m,
                         int64_t n)
 {
-    for (int64_t j = 0; j < n; j++) {
-        double sum = 0;
-        for (int64_t i = 0; i < m; i++) {
-            int64_t at = i * g.s0 + j * g.s1;
-            sum += dtype == TG_FLOAT32 ? (double)((const float *)g.p)[at]
-                                       : ((const double *)g.p)[at];
-        }
-        if (dtype == TG_FLOAT32)
-            ((float *)db)[j] = (float)sum;
-        else
-            ((double *)db)[j] = sum;
-    }
+    if (dtype == TG_FLOAT32)
+        column_sums_f32(g.p, g.s0, g.s1, db, m, n);
+    else
+        column_sums_f64(g.p, g.s0, g.s1, db, m, n);
 }
 
 /* ----------------------------------------------------------- row views */
@@ -277,6 +295,13 @@ tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *w,
             c->x_saved = tg_node_save(node, x); // x, for dW = G^T X
         if (tg_node_needs_grad(node, 0))
             c->w_saved = tg_node_save(node, w); // W, for dX = G W
+        /* A tensor that could not be saved (out of memory, reported)
+         * fails the op now rather than its backward later. */
+        if ((tg_node_needs_grad(node, 1) && c->x_saved < 0) ||
+            (tg_node_needs_grad(node, 0) && c->w_saved < 0)) {
+            tg_release(y);
+            return NULL;
+        }
     }
     return y;
 }

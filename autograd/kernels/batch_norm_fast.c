@@ -8,9 +8,9 @@
  * (tests/autograd/test_fast_batch_norm.c), the op and its backward, and
  * calls these unless TG_KERNELS=reference.
  *
- * The same math as the kernels above, arranged for the cache, the
- * vectoriser and OpenMP. They run unless tg_get_kernels() is
- * TG_KERNELS_REFERENCE, on the contiguous copy the op works on anyway.
+ * The same math as the reference kernels of batch_norm.c, arranged for
+ * the cache, the vectoriser and OpenMP. They run unless tg_get_kernels()
+ * is TG_KERNELS_REFERENCE, on the contiguous copy the op works on anyway.
  *
  * Two layouts of the (N, C, S) block:
  *  - S == 1 (BatchNorm1d on (N, C)): a channel is a column. The rows are
@@ -27,7 +27,8 @@
  *    S contiguous values. One call handles one whole channel: statistics,
  *    then y (or, backward, the two sums, then dx) while the channel is
  *    still in the cache. Sums along a run use TG_NORM_LANES independent
- *    partial sums (lane j takes the elements at s = j mod TG_NORM_LANES),
+ *    partial sums (lane j takes the elements at s = j mod TG_NORM_LANES;
+ *    tg_norm_lanes_sum, shared with LayerNorm's fast kernels),
  *    added up in a fixed order at the end: that lets the loop vectorise
  *    and fixes the order whatever the vector width.
  * Threads take whole blocks or whole channels, and the per-block partial
@@ -210,8 +211,8 @@ static int bn_threads(const bn_layout *l)
                 agx[j] += g * (xs[s + j] - mean);                            \
             }                                                                \
         }                                                                    \
-        *sdy = tg_norm_lanes_sum(ag);                                           \
-        *sdxm = tg_norm_lanes_sum(agx);                                         \
+        *sdy = tg_norm_lanes_sum(ag);                                        \
+        *sdxm = tg_norm_lanes_sum(agx);                                      \
     }                                                                        \
     /* dx = a dy + b (x - mean) + c0 (training), a dy (eval). */             \
     static TG_VECTOR_CLONES void bn_run_dx_##SFX(                            \

@@ -8,14 +8,15 @@
  * (tests/autograd/test_fast_layer_norm.c), the op and its backward, and
  * calls these unless TG_KERNELS=reference.
  *
- * The same formulas, written for speed on contiguous rows and run on
- * several threads. What changes, and why the results stay those of the
- * plain kernels above to within rounding (tests/autograd/
- * test_fast_layer_norm.c holds them to a tolerance and says why):
- *  - Every sum over a row is split into TG_NORM_LANES partial sums, element j
- *    going to partial j % TG_NORM_LANES, added up in a fixed order at the end.
- *    The compiler keeps the partials in vector registers (a single running
- *    sum is a chain of dependent additions it may not reorder), and the
+ * What changes from the plain kernels, and why the results stay theirs
+ * to within rounding (tests/autograd/test_fast_layer_norm.c holds them to
+ * a tolerance and says why):
+ *  - Every sum over a row is split into TG_NORM_LANES partial sums,
+ *    element j going to partial j % TG_NORM_LANES, added up in a fixed
+ *    order at the end (tg_norm_lanes_sum, shared with BatchNorm's fast
+ *    kernels). The compiler keeps the partials in vector registers (a
+ *    single running sum is a chain of dependent additions it may not
+ *    reorder), and the
  *    order of the additions is fixed by the source, not by the vector
  *    width or the thread count: every build and every thread count gives
  *    the same bits. Sums are still in double, and still two-pass.
@@ -100,7 +101,8 @@
                 d[j] = dj;                                                   \
                 sq[j - nv] += dj * dj;                                       \
             }                                                                \
-            const double rs = 1.0 / sqrt(tg_norm_lanes_sum(sq) / (double)N + eps); \
+            const double rs =                                                \
+                1.0 / sqrt(tg_norm_lanes_sum(sq) / (double)N + eps);         \
             if (w && b)                                                      \
                 for (int64_t j = 0; j < N; j++)                              \
                     yr[j] = (T)(d[j] * rs * w[j] + b[j]);                    \

@@ -211,6 +211,14 @@ tg_tensor *tg_log_softmax(const tg_tensor *x, int dim);
  * reference; arguments borrowed. */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b);
 
+/* y = x W^T + b in one node, as torch.nn.functional.linear (torch.addmm
+ * for a 2-D x): x (..., in), weight (out, in) as PyTorch stores it, bias
+ * (out,) or NULL for none; y is (..., out). x, weight and bias share one
+ * float dtype. The node is AddmmBackward0 (MmBackward0 without a bias).
+ * New reference; arguments borrowed. */
+tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *weight,
+                     const tg_tensor *bias);
+
 
 /* ---------------------------------------------------------- normalisation */
 /* docs/normalization.md derives both backwards step by step. Each op also

@@ -4,7 +4,7 @@
  * tg_mlp_new, which stacks them (with a norm layer) as torchvision's MLP.
  *
  * Nothing here has a backward of its own: every forward is built from
- * differentiable ops (tg_matmul, tg_add, tg_mul, tg_relu, ...), so the tape
+ * differentiable ops (tg_linear, tg_mul, tg_relu, ...), so the tape
  * differentiates the layers. Linear draws its initial weights from the
  * default generator exactly as PyTorch does (SEMANTICS.md section 5), so a
  * model built after tg_manual_seed(s) starts where torch.manual_seed(s)
@@ -35,9 +35,9 @@ static void linear_describe(const tg_module *m, char *buf, size_t size)
 }
 
 /* y = x W^T + b for x (..., in): W is (out, in), so W^T is (in, out) and
- * the matmul maps the last dim of x from in to out features; b (out,)
- * broadcasts over the leading dims. (PyTorch fuses the two into addmm;
- * the sum is the same up to rounding.) */
+ * the product maps the last dim of x from in to out features; b (out,) is
+ * added to every row. tg_linear does both in one node, as PyTorch's addmm
+ * (autograd/ops/linear.c); the checks here word the errors for the layer. */
 static tg_tensor *linear_forward(tg_module *m, const tg_tensor *x)
 {
     const linear_data *d = tg_module_data(m);
@@ -90,14 +90,7 @@ static tg_tensor *linear_forward(tg_module *m, const tg_tensor *x)
                  model);
         return NULL;
     }
-    tg_tensor *wt = tg_transpose(w, 0, 1); // (in, out), a view
-    tg_tensor *xw = tg_matmul(x, wt);      // (..., out)
-    tg_release(wt);
-    if (!b)
-        return xw;
-    tg_tensor *y = tg_add(xw, b);
-    tg_release(xw);
-    return y;
+    return tg_linear(x, w, b); // one AddmmBackward0 node
 }
 
 static const tg_module_type linear_type = {"Linear", linear_forward,

@@ -6,11 +6,15 @@
  * x is (N, C, ...); channel is dim 1. x is seen as a contiguous (N, C, S)
  * block with S = prod(shape[2:]), and each channel's statistics run over
  * its n = N * S values. The derivation of the backward is in
- * docs/normalization.md section 4. LayerNorm is layer_norm.c; the modules
+ * docs/normalization.md section 4. The kernels here are the plain
+ * reference loops (what TG_KERNELS_REFERENCE runs); the fast ones, which
+ * compute the same values up to rounding, are in
+ * autograd/kernels/batch_norm_fast.c. LayerNorm is layer_norm.c; the modules
  * (BatchNorm1d, BatchNorm2d, num_batches_tracked, momentum None) are in
  * nn/norm.c.
  */
 #include "../internal.h"
+#include "../kernels/norm_fast.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,11 +39,6 @@ tg_batch_norm_options tg_batch_norm_options_resolve(const tg_batch_norm_options 
 }
 
 /* ------------------------------------------------------------ arguments */
-
-typedef struct bn_layout {
-    int64_t N, C, S; // x as a contiguous (N, C, S) block
-    int64_t n;       // values per channel: N * S
-} bn_layout;
 
 /* Checks that p (running_mean, weight, ...) is a (C,) tensor of x's dtype. */
 static int channel_param_check(const char *fn, const char *name,
@@ -182,42 +181,61 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
 
 /* ------------------------------------------------------ running statistics */
 
-/* (1 - momentum) * running + momentum * batch, a new tensor (both are
- * (C,)). */
-static tg_tensor *running_next(const tg_tensor *running,
-                               const tg_tensor *batch, double momentum)
-{
-    tg_tensor *kept = tg_mul_scalar(running, 1.0 - momentum);
-    tg_tensor *added = tg_mul_scalar(batch, momentum);
-    tg_tensor *sum = tg_add(kept, added);
-    tg_release(added);
-    tg_release(kept);
-    return sum;
-}
-
 /* Both running statistics moved towards the batch's, in place and without
- * a gradient. Shared by the fused and the composed forms. Both new values
- * are computed before either is written, so a failure (out of memory)
- * leaves the two as they were, never one updated without the other.
- * Returns 0 or -1. */
-static int running_update(tg_tensor *running_mean, const tg_tensor *mean,
-                          tg_tensor *running_var, const tg_tensor *var,
+ * a gradient:
+ *   running = (1 - momentum) * running + momentum * batch
+ * element by element, rounded as the tensor ops would: running *
+ * (T)(1 - momentum) in T, the running statistics' dtype; batch * momentum
+ * in double; their sum in double, rounded once to T. mean and var are the
+ * batch's (C,) mean and unbiased variance, in double. Shared by the fused
+ * op (both kernels) and the composed form. Both new statistics are
+ * computed before either is written, so running out of memory leaves the
+ * two as they were. Returns 0 or -1. */
+static int running_update(tg_tensor *running_mean, const double *mean,
+                          tg_tensor *running_var, const double *var,
                           double momentum)
 {
+    const int64_t C = running_mean->numel;
+    tg_tensor *next = tg_alloc(TG_SHAPE(2, C), TG_FLOAT64); // mean; var
+    if (!next)
+        return -1;
+    double *p = (double *)tg_base_ptr(next);
+    if (tg_to_f64_array(running_mean, p) < 0 ||
+        tg_to_f64_array(running_var, p + C) < 0) {
+        tg_release(next);
+        return -1;
+    }
+    const bool f32 = running_mean->dtype == TG_FLOAT32;
+    const float keep32 = (float)(1.0 - momentum);
+    const double keep64 = 1.0 - momentum;
+    for (int64_t i = 0; i < 2 * C; i++) {
+        double batch = i < C ? mean[i] : var[i - C];
+        double kept = f32 ? (double)((float)p[i] * keep32) : p[i] * keep64;
+        double sum = kept + batch * momentum;
+        p[i] = f32 ? (double)(float)sum : sum;
+    }
     tg_no_grad_begin();
-    tg_tensor *m = running_next(running_mean, mean, momentum);
-    tg_tensor *v = m ? running_next(running_var, var, momentum) : NULL;
-    int rc = v && tg_copy_(running_mean, m) == 0 &&
+    tg_tensor *m = tg_select(next, 0, 0), *v = tg_select(next, 0, 1);
+    int rc = m && v && tg_copy_(running_mean, m) == 0 &&
                      tg_copy_(running_var, v) == 0
                  ? 0
                  : -1;
+    tg_no_grad_end();
     tg_release(v);
     tg_release(m);
-    tg_no_grad_end();
+    tg_release(next);
     return rc;
 }
 
 /* ---------------------------------------------------------------- kernels */
+
+/* 1 / sqrt(m2 / (n - correction) + eps), 0 when that is 1 / 0 (as the
+ * reference: a constant channel with eps 0 gives y = bias). */
+double tg_bn_invstd(double m2, int64_t n, int64_t correction, double eps)
+{
+    double v = m2 / (double)(n - correction) + eps;
+    return v == 0.0 ? 0.0 : 1.0 / sqrt(v);
+}
 
 /* Per channel c, in double whatever T is (two passes, so the variance keeps
  * its precision when |mean| >> std):
@@ -322,461 +340,6 @@ BATCH_NORM_APPLY(batch_norm_apply_f64, double)
 BATCH_NORM_BACKWARD(batch_norm_backward_f32, float)
 BATCH_NORM_BACKWARD(batch_norm_backward_f64, double)
 
-/* ----------------------------------------------------------- fast kernels */
-
-/* The same math as the kernels above, arranged for the cache, the
- * vectoriser and OpenMP. They run unless tg_get_kernels() is
- * TG_KERNELS_REFERENCE, on the contiguous copy the op works on anyway.
- *
- * Two layouts of the (N, C, S) block:
- *  - S == 1 (BatchNorm1d on (N, C)): a channel is a column. The rows are
- *    cut into blocks of about BN_BLOCK elements (a number of rows fixed by
- *    C alone); each block's column statistics are taken in two passes
- *    while it sits in the cache, and the blocks are combined in block
- *    order with the exact decomposition
- *      mean = sum_k n_k mean_k / n
- *      M2   = sum_k (M2_k + n_k (mean_k - mean)^2)
- *    (Chan et al.), so the variance stays two-pass accurate when
- *    |mean| >> std. The inner loops run across the C columns: no
- *    reduction in them, so they vectorise as they are.
- *  - S > 1 (BatchNorm1d on (N, C, L), BatchNorm2d): a channel is N runs of
- *    S contiguous values. One call handles one whole channel: statistics,
- *    then y (or, backward, the two sums, then dx) while the channel is
- *    still in the cache. Sums along a run use BN_LANES independent
- *    partial sums (lane j takes the elements at s = j mod BN_LANES),
- *    added up in a fixed order at the end: that lets the loop vectorise
- *    and fixes the order whatever the vector width.
- * Threads take whole blocks or whole channels, and the per-block partial
- * results are combined on one thread in block order, so the results do
- * not depend on the thread count, bit for bit.
- *
- * Every sum is in double, as in the reference kernels; y and dx are
- * computed in double and rounded once to T. Only the order of the
- * additions differs from the reference, and dx is written as
- *   dx = a dy + b (x - mean) + c0,  a = w invstd,  c0 = -a sum(dy) / n,
- *   b = -a invstd n/(n-k) sum(dy xhat) / n
- * (the same closed form, expanded); sum(dy * xhat) is accumulated as
- * invstd * sum(dy * (x - mean)). So fast and reference results differ by
- * float64 roundings (~1e-16 relative to the largest term) before the one
- * rounding to T: within an ulp or two of T for float32 (tests: 1e-6 of
- * max |reference|), ~1e-13 for float64 (tests: 1e-12). */
-
-/* Elements per block of rows (S == 1): 256 KiB of float32, which stays in
- * a core's L2 cache between the block's two passes. */
-#define BN_BLOCK (INT64_C(1) << 16)
-/* Independent partial sums along a run (S > 1). */
-#define BN_LANES 16
-/* Below this many elements the kernels run on the calling thread: a
- * BatchNorm1d on (256, 128) takes ~10 us, about what starting and joining
- * a team of threads costs. */
-#define BN_PARALLEL_MIN (INT64_C(1) << 17)
-
-/* The rows of one block (S == 1). */
-static int64_t bn_block_rows(const bn_layout *l)
-{
-    int64_t r = BN_BLOCK / l->C;
-    return r < 1 ? 1 : r;
-}
-
-static int64_t bn_blocks(const bn_layout *l)
-{
-    int64_t r = bn_block_rows(l);
-    return (l->N + r - 1) / r;
-}
-
-static int bn_threads(const bn_layout *l)
-{
-    int64_t numel = l->n * l->C;
-    return numel < BN_PARALLEL_MIN ? 1 : tg_parallel_threads(numel);
-}
-
-/* acc[0] + ... + acc[BN_LANES - 1], pairwise in a fixed order. */
-static double bn_lanes_total(double *acc)
-{
-    for (int w = BN_LANES / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++)
-            acc[j] += acc[j + w];
-    return acc[0];
-}
-
-/* 1 / sqrt(m2 / (n - correction) + eps), 0 when that is 1 / 0 (as the
- * reference: a constant channel with eps 0 gives y = bias). */
-static double bn_invstd(double m2, int64_t n, int64_t correction,
-                        double eps)
-{
-    double v = m2 / (double)(n - correction) + eps;
-    return v == 0.0 ? 0.0 : 1.0 / sqrt(v);
-}
-
-/* The kernels for one dtype T. Each is called for one block of rows
- * (cols_*) or one channel (run_*) and touches nothing else. */
-#define BN_FAST_KERNELS(SFX, T)                                              \
-    /* Column means and sums of squares about them, over `rows` rows. */    \
-    static TG_VECTOR_CLONES void bn_cols_stats_##SFX(                               \
-        const T *restrict x, int64_t rows, int64_t C, double *restrict mean, \
-        double *restrict m2)                                                 \
-    {                                                                        \
-        for (int64_t c = 0; c < C; c++)                                      \
-            mean[c] = m2[c] = 0.0;                                           \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++)                                  \
-                mean[c] += x[i * C + c];                                     \
-        for (int64_t c = 0; c < C; c++)                                      \
-            mean[c] /= (double)rows;                                         \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++) {                                \
-                double d = x[i * C + c] - mean[c];                           \
-                m2[c] += d * d;                                              \
-            }                                                                \
-    }                                                                        \
-    /* y = (x - mean) * scale + shift, per column. */                        \
-    static TG_VECTOR_CLONES void bn_cols_apply_##SFX(                               \
-        const T *restrict x, T *restrict y, int64_t rows, int64_t C,         \
-        const double *restrict mean, const double *restrict scale,           \
-        const double *restrict shift)                                        \
-    {                                                                        \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++)                                  \
-                y[i * C + c] =                                               \
-                    (T)((x[i * C + c] - mean[c]) * scale[c] + shift[c]);     \
-    }                                                                        \
-    /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column. */            \
-    static TG_VECTOR_CLONES void bn_cols_sums_##SFX(                                \
-        const T *restrict dy, const T *restrict x, int64_t rows, int64_t C, \
-        const double *restrict mean, double *restrict sdy,                   \
-        double *restrict sdxm)                                               \
-    {                                                                        \
-        for (int64_t c = 0; c < C; c++)                                      \
-            sdy[c] = sdxm[c] = 0.0;                                          \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++) {                                \
-                double g = dy[i * C + c];                                    \
-                sdy[c] += g;                                                 \
-                sdxm[c] += g * (x[i * C + c] - mean[c]);                     \
-            }                                                                \
-    }                                                                        \
-    /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval). */ \
-    static TG_VECTOR_CLONES void bn_cols_dx_##SFX(                                  \
-        const T *restrict dy, const T *restrict x, T *restrict dx,           \
-        int64_t rows, int64_t C, const double *restrict mean,                \
-        const double *restrict a, const double *restrict b,                  \
-        const double *restrict c0, bool training)                            \
-    {                                                                        \
-        if (!training) {                                                     \
-            for (int64_t i = 0; i < rows; i++)                               \
-                for (int64_t c = 0; c < C; c++)                              \
-                    dx[i * C + c] = (T)(dy[i * C + c] * a[c]);               \
-            return;                                                          \
-        }                                                                    \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++)                                  \
-                dx[i * C + c] = (T)(a[c] * dy[i * C + c] +                   \
-                                    b[c] * (x[i * C + c] - mean[c]) +       \
-                                    c0[c]);                                  \
-    }                                                                        \
-    /* The sum of N runs of S values, run i at x + i * stride. */           \
-    static TG_VECTOR_CLONES double bn_run_sum_##SFX(const T *restrict x, int64_t N, \
-                                             int64_t stride, int64_t S)      \
-    {                                                                        \
-        double acc[BN_LANES] = {0};                                          \
-        for (int64_t i = 0; i < N; i++) {                                    \
-            const T *xs = x + i * stride;                                    \
-            int64_t s = 0;                                                   \
-            for (; s + BN_LANES <= S; s += BN_LANES)                         \
-                for (int j = 0; j < BN_LANES; j++)                           \
-                    acc[j] += xs[s + j];                                     \
-            for (int j = 0; s + j < S; j++)                                  \
-                acc[j] += xs[s + j];                                         \
-        }                                                                    \
-        return bn_lanes_total(acc);                                          \
-    }                                                                        \
-    /* sum((x - mean)^2) over the same runs. */                              \
-    static TG_VECTOR_CLONES double bn_run_m2_##SFX(const T *restrict x, int64_t N,  \
-                                            int64_t stride, int64_t S,       \
-                                            double mean)                     \
-    {                                                                        \
-        double acc[BN_LANES] = {0};                                          \
-        for (int64_t i = 0; i < N; i++) {                                    \
-            const T *xs = x + i * stride;                                    \
-            int64_t s = 0;                                                   \
-            for (; s + BN_LANES <= S; s += BN_LANES)                         \
-                for (int j = 0; j < BN_LANES; j++) {                         \
-                    double d = xs[s + j] - mean;                             \
-                    acc[j] += d * d;                                         \
-                }                                                            \
-            for (int j = 0; s + j < S; j++) {                                \
-                double d = xs[s + j] - mean;                                 \
-                acc[j] += d * d;                                             \
-            }                                                                \
-        }                                                                    \
-        return bn_lanes_total(acc);                                          \
-    }                                                                        \
-    /* y = (x - mean) * scale + shift over the runs. */                      \
-    static TG_VECTOR_CLONES void bn_run_apply_##SFX(                                \
-        const T *restrict x, T *restrict y, int64_t N, int64_t stride,       \
-        int64_t S, double mean, double scale, double shift)                  \
-    {                                                                        \
-        for (int64_t i = 0; i < N; i++)                                      \
-            for (int64_t s = 0; s < S; s++)                                  \
-                y[i * stride + s] =                                          \
-                    (T)((x[i * stride + s] - mean) * scale + shift);         \
-    }                                                                        \
-    /* *sdy = sum(dy), *sdxm = sum(dy * (x - mean)) over the runs. */       \
-    static TG_VECTOR_CLONES void bn_run_sums_##SFX(                                 \
-        const T *restrict dy, const T *restrict x, int64_t N,                \
-        int64_t stride, int64_t S, double mean, double *sdy, double *sdxm)  \
-    {                                                                        \
-        double ag[BN_LANES] = {0}, agx[BN_LANES] = {0};                      \
-        for (int64_t i = 0; i < N; i++) {                                    \
-            const T *gs = dy + i * stride, *xs = x + i * stride;             \
-            int64_t s = 0;                                                   \
-            for (; s + BN_LANES <= S; s += BN_LANES)                         \
-                for (int j = 0; j < BN_LANES; j++) {                         \
-                    double g = gs[s + j];                                    \
-                    ag[j] += g;                                              \
-                    agx[j] += g * (xs[s + j] - mean);                        \
-                }                                                            \
-            for (int j = 0; s + j < S; j++) {                                \
-                double g = gs[s + j];                                        \
-                ag[j] += g;                                                  \
-                agx[j] += g * (xs[s + j] - mean);                            \
-            }                                                                \
-        }                                                                    \
-        *sdy = bn_lanes_total(ag);                                           \
-        *sdxm = bn_lanes_total(agx);                                         \
-    }                                                                        \
-    /* dx = a dy + b (x - mean) + c0 (training), a dy (eval). */             \
-    static TG_VECTOR_CLONES void bn_run_dx_##SFX(                                   \
-        const T *restrict dy, const T *restrict x, T *restrict dx,           \
-        int64_t N, int64_t stride, int64_t S, double mean, double a,         \
-        double b, double c0, bool training)                                  \
-    {                                                                        \
-        for (int64_t i = 0; i < N; i++) {                                    \
-            const T *gs = dy + i * stride, *xs = x + i * stride;             \
-            T *ds = dx + i * stride;                                         \
-            if (training)                                                    \
-                for (int64_t s = 0; s < S; s++)                              \
-                    ds[s] = (T)(a * gs[s] + b * (xs[s] - mean) + c0);        \
-            else                                                             \
-                for (int64_t s = 0; s < S; s++)                              \
-                    ds[s] = (T)(gs[s] * a);                                  \
-        }                                                                    \
-    }
-BN_FAST_KERNELS(f32, float)
-BN_FAST_KERNELS(f64, double)
-
-/* Doubles of scratch the drivers below need: for S == 1, three (C,)
- * arrays of coefficients and, with more than one block, each block's two
- * partial results (C,); nothing for S > 1. */
-static size_t bn_scratch_doubles(const bn_layout *l)
-{
-    if (l->S != 1)
-        return 0;
-    int64_t nb = bn_blocks(l);
-    return (size_t)(3 * l->C + (nb > 1 ? 2 * nb * l->C : 0));
-}
-
-/* Combines the blocks' column means and M2s (S == 1), block by block in
- * order: mean = sum_k n_k mean_k / n, M2 = sum_k (M2_k + n_k (mean_k -
- * mean)^2). */
-static void bn_combine_blocks(const double *bmean, const double *bm2,
-                              const bn_layout *l, double *mean, double *m2)
-{
-    const int64_t C = l->C, rows = bn_block_rows(l), nb = bn_blocks(l);
-    for (int64_t c = 0; c < C; c++)
-        mean[c] = m2[c] = 0.0;
-    for (int64_t k = 0; k < nb; k++) {
-        double cnt = (double)(k * rows + rows <= l->N ? rows
-                                                      : l->N - k * rows);
-        for (int64_t c = 0; c < C; c++)
-            mean[c] += cnt * bmean[k * C + c];
-    }
-    for (int64_t c = 0; c < C; c++)
-        mean[c] /= (double)l->N;
-    for (int64_t k = 0; k < nb; k++) {
-        double cnt = (double)(k * rows + rows <= l->N ? rows
-                                                      : l->N - k * rows);
-        for (int64_t c = 0; c < C; c++) {
-            double d = bmean[k * C + c] - mean[c];
-            m2[c] += bm2[k * C + c] + cnt * d * d;
-        }
-    }
-}
-
-/* The forward and backward on the fast kernels, for one dtype T. Same
- * contracts as the reference kernels: the forward fills mean, invstd and
- * m2 (C,) in training (in eval mean and invstd come in holding the
- * running statistics' values) and y; the backward fills sdy and sdyx (C,)
- * and dx unless it is NULL. scratch holds bn_scratch_doubles(l). */
-#define BN_FAST_DRIVERS(SFX, T)                                              \
-    static void bn_fast_forward_##SFX(                                       \
-        const T *x, const T *w, const T *b, T *y, double *mean,              \
-        double *invstd, double *m2, const tg_batch_norm_options *o,         \
-        const bn_layout *l, double *scratch)                                 \
-    {                                                                        \
-        const int64_t N = l->N, C = l->C, S = l->S, n = l->n;                \
-        const int nt = bn_threads(l);                                        \
-        (void)nt; /* read by the OpenMP pragmas only */                      \
-        if (S > 1) {                                                         \
-            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
-            for (int64_t c = 0; c < C; c++) {                                \
-                const T *xc = x + c * S;                                     \
-                if (!o->eval) {                                              \
-                    mean[c] = bn_run_sum_##SFX(xc, N, C * S, S) / (double)n; \
-                    m2[c] = bn_run_m2_##SFX(xc, N, C * S, S, mean[c]);       \
-                    invstd[c] = bn_invstd(m2[c], n, o->correction, o->eps);  \
-                }                                                            \
-                bn_run_apply_##SFX(xc, y + c * S, N, C * S, S, mean[c],      \
-                                   invstd[c] * (w ? (double)w[c] : 1.0),     \
-                                   b ? (double)b[c] : 0.0);                  \
-            }                                                                \
-            return;                                                          \
-        }                                                                    \
-        const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        if (!o->eval) {                                                      \
-            double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
-            double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
-            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
-            for (int64_t k = 0; k < nb; k++) {                               \
-                int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;   \
-                bn_cols_stats_##SFX(x + r0 * C, r, C, bmean + k * C,         \
-                                    bm2 + k * C);                            \
-            }                                                                \
-            if (nb > 1)                                                      \
-                bn_combine_blocks(bmean, bm2, l, mean, m2);                  \
-            for (int64_t c = 0; c < C; c++)                                  \
-                invstd[c] = bn_invstd(m2[c], n, o->correction, o->eps);      \
-        }                                                                    \
-        double *scale = scratch, *shift = scratch + C;                       \
-        for (int64_t c = 0; c < C; c++) {                                    \
-            scale[c] = invstd[c] * (w ? (double)w[c] : 1.0);                 \
-            shift[c] = b ? (double)b[c] : 0.0;                               \
-        }                                                                    \
-        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
-        for (int64_t k = 0; k < nb; k++) {                                   \
-            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
-            bn_cols_apply_##SFX(x + r0 * C, y + r0 * C, r, C, mean, scale,   \
-                                shift);                                      \
-        }                                                                    \
-    }                                                                        \
-                                                                             \
-    static void bn_fast_backward_##SFX(                                      \
-        const T *dy, const T *x, const T *w, const double *mean,             \
-        const double *invstd, T *dx, double *sdy, double *sdyx,              \
-        bool training, int64_t correction, const bn_layout *l,               \
-        double *scratch)                                                     \
-    {                                                                        \
-        const int64_t N = l->N, C = l->C, S = l->S;                          \
-        const double n = (double)l->n;                                       \
-        const double unbias = n / (n - (double)correction); /* n/(n-k) */    \
-        const int nt = bn_threads(l);                                        \
-        (void)nt; /* read by the OpenMP pragmas only */                      \
-        if (S > 1) {                                                         \
-            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
-            for (int64_t c = 0; c < C; c++) {                                \
-                const T *gc = dy + c * S, *xc = x + c * S;                   \
-                bn_run_sums_##SFX(gc, xc, N, C * S, S, mean[c], &sdy[c],     \
-                                  &sdyx[c]);                                 \
-                sdyx[c] *= invstd[c];                                        \
-                if (!dx)                                                     \
-                    continue;                                                \
-                double a = invstd[c] * (w ? (double)w[c] : 1.0);             \
-                bn_run_dx_##SFX(gc, xc, dx + c * S, N, C * S, S, mean[c], a, \
-                                -a * unbias * sdyx[c] * invstd[c] / n,       \
-                                -a * sdy[c] / n, training);                  \
-            }                                                                \
-            return;                                                          \
-        }                                                                    \
-        const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        double *bg = nb == 1 ? sdy : scratch + 3 * C;                        \
-        double *bgx = nb == 1 ? sdyx : bg + nb * C;                          \
-        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
-        for (int64_t k = 0; k < nb; k++) {                                   \
-            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
-            bn_cols_sums_##SFX(dy + r0 * C, x + r0 * C, r, C, mean,          \
-                               bg + k * C, bgx + k * C);                     \
-        }                                                                    \
-        if (nb > 1) {                                                        \
-            for (int64_t c = 0; c < C; c++)                                  \
-                sdy[c] = sdyx[c] = 0.0;                                      \
-            for (int64_t k = 0; k < nb; k++)                                 \
-                for (int64_t c = 0; c < C; c++) {                            \
-                    sdy[c] += bg[k * C + c];                                 \
-                    sdyx[c] += bgx[k * C + c];                               \
-                }                                                            \
-        }                                                                    \
-        for (int64_t c = 0; c < C; c++)                                      \
-            sdyx[c] *= invstd[c];                                            \
-        if (!dx)                                                             \
-            return;                                                          \
-        double *a = scratch, *bx = scratch + C, *c0 = scratch + 2 * C;       \
-        for (int64_t c = 0; c < C; c++) {                                    \
-            a[c] = invstd[c] * (w ? (double)w[c] : 1.0);                     \
-            bx[c] = -a[c] * unbias * sdyx[c] * invstd[c] / n;                \
-            c0[c] = -a[c] * sdy[c] / n;                                      \
-        }                                                                    \
-        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
-        for (int64_t k = 0; k < nb; k++) {                                   \
-            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
-            bn_cols_dx_##SFX(dy + r0 * C, x + r0 * C, dx + r0 * C, r, C,     \
-                             mean, a, bx, c0, training);                     \
-        }                                                                    \
-    }
-BN_FAST_DRIVERS(f32, float)
-BN_FAST_DRIVERS(f64, double)
-
-/* running_update for contiguous running statistics in separate storage,
- * element by element: the same operations in the same dtypes as the tensor
- * ops there (running * (T)(1 - momentum) in T, batch * momentum in
- * double, their sum in double rounded to T), so the two agree bit for bit,
- * without the five temporary tensors. */
-#define BN_RUNNING_UPDATE(SFX, T)                                            \
-    static void bn_running_update_##SFX(T *rm, const double *mean, T *rv,    \
-                                        const double *var, double momentum,  \
-                                        int64_t C)                           \
-    {                                                                        \
-        const T keep = (T)(1.0 - momentum);                                  \
-        for (int64_t c = 0; c < C; c++) {                                    \
-            T m_kept = rm[c] * keep, v_kept = rv[c] * keep;                  \
-            rm[c] = (T)((double)m_kept + mean[c] * momentum);                \
-            rv[c] = (T)((double)v_kept + var[c] * momentum);                 \
-        }                                                                    \
-    }
-BN_RUNNING_UPDATE(f32, float)
-BN_RUNNING_UPDATE(f64, double)
-
-/* The running statistics moved towards mean and var (C,): the loop above
- * when both are contiguous in storages of their own, else the tensor ops
- * of running_update. Returns 0 or -1. */
-static int bn_running_update(tg_tensor *running_mean, const double *mean,
-                             tg_tensor *running_var, const double *var,
-                             double momentum)
-{
-    const int64_t C = running_mean->numel;
-    if (tg_is_contiguous(running_mean) &&
-        tg_is_contiguous(running_var) &&
-        running_mean->storage != running_var->storage) {
-        if (running_mean->dtype == TG_FLOAT32)
-            bn_running_update_f32((float *)tg_base_ptr(running_mean), mean,
-                                  (float *)tg_base_ptr(running_var), var,
-                                  momentum, C);
-        else
-            bn_running_update_f64((double *)tg_base_ptr(running_mean), mean,
-                                  (double *)tg_base_ptr(running_var), var,
-                                  momentum, C);
-        running_mean->storage->version++;
-        running_var->storage->version++;
-        return 0;
-    }
-    tg_tensor *m = tg_alloc_from_f64(mean, &C, 1, TG_FLOAT64);
-    tg_tensor *v = m ? tg_alloc_from_f64(var, &C, 1, TG_FLOAT64) : NULL;
-    int rc = v ? running_update(running_mean, m, running_var, v, momentum)
-               : -1;
-    tg_release(v);
-    tg_release(m);
-    return rc;
-}
-
 /* ----------------------------------------------------------- the fused op */
 
 /* Inputs: 0 x, 1 weight, 2 bias (the running statistics are not inputs:
@@ -806,7 +369,7 @@ static int batch_norm_backward(tg_node *node, const tg_tensor *g,
     tg_tensor *xc = tg_contiguous_as(x, x->dtype);
     tg_tensor *wc = w ? tg_contiguous_as(w, x->dtype) : NULL;
     tg_tensor *dx = need_x ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
-    size_t nsums = 2 * ((size_t)l->C + 1) + (fast ? bn_scratch_doubles(l) : 0);
+    size_t nsums = 2 * ((size_t)l->C + 1) + (fast ? tg_bn_scratch_doubles(l) : 0);
     double *sums = tg_malloc(nsums * sizeof *sums);
     if (!dy || !xc || (w && !wc) || (need_x && !dx) || !sums) {
         if (dy && xc)
@@ -816,13 +379,13 @@ static int batch_norm_backward(tg_node *node, const tg_tensor *g,
     double *sdy = sums, *sdyx = sums + l->C + 1; // (C,) each
     double *scratch = sums + 2 * (l->C + 1);
     if (fast && x->dtype == TG_FLOAT32)
-        bn_fast_backward_f32(
+        tg_bn_fast_backward_f32(
             (const float *)tg_base_ptr(dy), (const float *)tg_base_ptr(xc),
             wc ? (const float *)tg_base_ptr(wc) : NULL, mean, invstd,
             dx ? (float *)tg_base_ptr(dx) : NULL, sdy, sdyx, c->training,
             c->correction, l, scratch);
     else if (fast)
-        bn_fast_backward_f64(
+        tg_bn_fast_backward_f64(
             (const double *)tg_base_ptr(dy), (const double *)tg_base_ptr(xc),
             wc ? (const double *)tg_base_ptr(wc) : NULL, mean, invstd,
             dx ? (double *)tg_base_ptr(dx) : NULL, sdy, sdyx, c->training,
@@ -888,7 +451,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     tg_tensor *m2 = fast ? NULL : tg_alloc(&C, 1, TG_FLOAT64); // (C,)
     tg_tensor *out = tg_alloc(x->shape, x->ndim, x->dtype);
     double *scratch = // (C,) sums of squares, then the kernels' scratch
-        fast && out ? tg_malloc(((size_t)C + bn_scratch_doubles(&l)) *
+        fast && out ? tg_malloc(((size_t)C + tg_bn_scratch_doubles(&l)) *
                                 sizeof *scratch)
                     : NULL;
     if (!xc || (weight && !wc) || (bias && !bc) || !mu || !is ||
@@ -909,13 +472,13 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
             pi[c] = 1.0 / sqrt(pi[c] + o.eps);
     }
     if (fast && x->dtype == TG_FLOAT32) {
-        bn_fast_forward_f32((const float *)tg_base_ptr(xc),
+        tg_bn_fast_forward_f32((const float *)tg_base_ptr(xc),
                             wc ? (const float *)tg_base_ptr(wc) : NULL,
                             bc ? (const float *)tg_base_ptr(bc) : NULL,
                             (float *)tg_base_ptr(out), pm, pi, pm2, &o, &l,
                             scratch + C);
     } else if (fast) {
-        bn_fast_forward_f64((const double *)tg_base_ptr(xc),
+        tg_bn_fast_forward_f64((const double *)tg_base_ptr(xc),
                             wc ? (const double *)tg_base_ptr(wc) : NULL,
                             bc ? (const double *)tg_base_ptr(bc) : NULL,
                             (double *)tg_base_ptr(out), pm, pi, pm2, &o, &l,
@@ -932,7 +495,7 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
              * then sets invstd to 0 (y = bias) rather than inf (y =
              * NaN). */
             for (int64_t c = 0; c < C; c++)
-                pi[c] = bn_invstd(pm2[c], l.n, o.correction, o.eps);
+                pi[c] = tg_bn_invstd(pm2[c], l.n, o.correction, o.eps);
         }
         if (x->dtype == TG_FLOAT32)
             batch_norm_apply_f32((const float *)tg_base_ptr(xc),
@@ -972,11 +535,8 @@ tg_tensor *tg_batch_norm_ex(const tg_tensor *x, tg_tensor *running_mean,
     if (out && !o.eval && running_mean && l.n > 0) {
         for (int64_t c = 0; c < C; c++) // the running variance is unbiased
             pm2[c] /= (double)(l.n - 1);
-        int rc = fast ? bn_running_update(running_mean, pm, running_var,
-                                          pm2, o.momentum)
-                      : running_update(running_mean, mu, running_var, m2,
-                                       o.momentum);
-        if (rc < 0)
+        if (running_update(running_mean, pm, running_var, pm2,
+                           o.momentum) < 0)
             goto fail;
     }
     if (out)
@@ -1076,12 +636,17 @@ tg_tensor *tg_batch_norm_composed(const tg_tensor *x,
         tg_tensor *mean_c = tg_reshape(bnmeani, &C, 1);
         tg_tensor *var_sum = tg_reshape(bnsum2, &C, 1);
         tg_tensor *var_c = tg_div_scalar(var_sum, (double)(l.n - 1));
-        if (!mean_c || !var_c ||
-            running_update(running_mean, mean_c, running_var, var_c,
+        tg_tensor *batch = tg_alloc(TG_SHAPE(2, C), TG_FLOAT64); // mean; var
+        double *pb = batch ? (double *)tg_base_ptr(batch) : NULL;
+        if (!mean_c || !var_c || !batch ||
+            tg_to_f64_array(mean_c, pb) < 0 ||
+            tg_to_f64_array(var_c, pb + C) < 0 ||
+            running_update(running_mean, pb, running_var, pb + C,
                            o.momentum) < 0) {
             tg_release(out);
             out = NULL;
         }
+        tg_release(batch);
         tg_release(var_c);
         tg_release(var_sum);
         tg_release(mean_c);

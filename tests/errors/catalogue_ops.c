@@ -1566,6 +1566,125 @@ ERROR_CASE(tg_matmul, null_tensor, "a or b is NULL (an earlier call failed)")
     tg_release(a);
 }
 
+/* ---- linear ---- */
+
+ERROR_CASE(tg_linear, weight_not_2d, "the weight is not 2-D")
+{
+    tg_tensor *x = F32(2, 3), *w = F32(3);
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL, "tg_linear: weight must be 2-D, but it is (3,)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, scalar_x, "x is 0-d")
+{
+    tg_tensor *x = tg_scalar(1.0, TG_FLOAT32), *w = F32(3, 4);
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: cannot apply a (3, 4) weight to a 0-d x");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, in_features_differ,
+           "x's last dim differs from the weight's in_features")
+{
+    tg_tensor *x = F32(2, 4), *w = F32(3, 5);
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: cannot apply a (3, 5) weight to x of shape "
+                 "(2, 4)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, weight_transposed,
+           "the weight is given as (in, out) instead of (out, in)")
+{
+    tg_tensor *x = F32(2, 4), *w = F32(3, 4), *wt = tg_transpose(w, 0, 1);
+    tg_tensor *y = tg_linear(x, wt, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: cannot apply a (4, 3) weight to x of shape "
+                 "(2, 4)");
+    cr_assert(strstr(tg_last_error(), "looks transposed") != NULL);
+    tg_release(wt);
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, bias_shape, "the bias is not (out_features,)")
+{
+    tg_tensor *x = F32(2, 4), *w = F32(3, 4), *b = F32(4);
+    tg_tensor *y = tg_linear(x, w, b);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: bias of shape (4,) does not fit a (3, 4) "
+                 "weight");
+    tg_release(x);
+    tg_release(w);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_linear, integer_x, "x is int64")
+{
+    tg_tensor *x = I64(2, 4), *w = I64(3, 4);
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: cannot apply a linear map to an int64 x");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, weight_dtype, "the weight's dtype is not x's")
+{
+    tg_tensor *x = F32(2, 4), *w = F64(3, 4);
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL, "tg_linear: weight is float64 but x is float32");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, bias_dtype, "the bias's dtype is not x's")
+{
+    tg_tensor *x = F64(2, 4), *w = F64(3, 4), *b = F32(3);
+    tg_tensor *y = tg_linear(x, w, b);
+    EXPECT_ERROR(y == NULL, "tg_linear: bias is float32 but x is float64");
+    tg_release(x);
+    tg_release(w);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_linear, result_too_large,
+           "the result would have 2^59 elements or more")
+{
+    tg_tensor *one = F32(1, 1);
+    tg_tensor *x = tg_expand(one, TG_SHAPE(INT64_C(1) << 30, 1));
+    tg_tensor *w = tg_expand(one, TG_SHAPE(INT64_C(1) << 30, 1));
+    tg_tensor *y = tg_linear(x, w, NULL);
+    EXPECT_ERROR(y == NULL,
+                 "tg_linear: shape (1073741824, 1073741824) has too many "
+                 "elements");
+    tg_release(x);
+    tg_release(w);
+    tg_release(one);
+}
+
+ERROR_CASE(tg_linear, null_tensor,
+           "x or weight is NULL (an earlier call failed; a NULL bias means "
+           "no bias)")
+{
+    tg_tensor *w = F32(4, 3);
+    EXPECT_SILENT(tg_linear(NULL, w, NULL) == NULL);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_linear, null_weight, "weight is NULL (an earlier call failed)")
+{
+    tg_tensor *x = F32(2, 3);
+    EXPECT_SILENT(tg_linear(x, NULL, NULL) == NULL);
+    tg_release(x);
+}
+
 /* ---- normalisation ---- */
 
 ERROR_CASE(tg_layer_norm, shape_mismatch,

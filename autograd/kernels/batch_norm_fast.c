@@ -1,0 +1,395 @@
+/*
+ * autograd/kernels/batch_norm_fast.c - BatchNorm's fast kernels: the
+ * forward and backward of autograd/ops/batch_norm.c arranged for the
+ * cache, the vectoriser and OpenMP.
+ *
+ * Not the place to learn BatchNorm: autograd/ops/batch_norm.c has the
+ * math, the plain reference kernels these are tested against
+ * (tests/autograd/test_fast_batch_norm.c), the op and its backward, and
+ * calls these unless TG_KERNELS=reference.
+ *
+ * The same math as the reference kernels of batch_norm.c, arranged for
+ * the cache, the vectoriser and OpenMP. They run unless tg_get_kernels()
+ * is TG_KERNELS_REFERENCE, on the contiguous copy the op works on anyway.
+ *
+ * Two layouts of the (N, C, S) block:
+ *  - S == 1 (BatchNorm1d on (N, C)): a channel is a column. The rows are
+ *    cut into blocks of about BN_BLOCK elements (a number of rows fixed by
+ *    C alone); each block's column statistics are taken in two passes
+ *    while it sits in the cache, and the blocks are combined in block
+ *    order with the exact decomposition
+ *      mean = sum_k n_k mean_k / n
+ *      M2   = sum_k (M2_k + n_k (mean_k - mean)^2)
+ *    (Chan et al.), so the variance stays two-pass accurate when
+ *    |mean| >> std. The inner loops run across the C columns: no
+ *    reduction in them, so they vectorise as they are.
+ *  - S > 1 (BatchNorm1d on (N, C, L), BatchNorm2d): a channel is N runs of
+ *    S contiguous values. One call handles one whole channel: statistics,
+ *    then y (or, backward, the two sums, then dx) while the channel is
+ *    still in the cache. Sums along a run use TG_NORM_LANES independent
+ *    partial sums (lane j takes the elements at s = j mod TG_NORM_LANES;
+ *    tg_norm_lanes_sum, shared with LayerNorm's fast kernels),
+ *    added up in a fixed order at the end: that lets the loop vectorise
+ *    and fixes the order whatever the vector width.
+ * Threads take whole blocks or whole channels, and the per-block partial
+ * results are combined on one thread in block order, so the results do
+ * not depend on the thread count, bit for bit.
+ *
+ * Every sum is in double, as in the reference kernels; y and dx are
+ * computed in double and rounded once to T. Only the order of the
+ * additions differs from the reference, and dx is written as
+ *   dx = a dy + b (x - mean) + c0,  a = w invstd,  c0 = -a sum(dy) / n,
+ *   b = -a invstd n/(n-k) sum(dy xhat) / n
+ * (the same closed form, expanded); sum(dy * xhat) is accumulated as
+ * invstd * sum(dy * (x - mean)). So fast and reference results differ by
+ * float64 roundings (~1e-16 relative to the largest term) before the one
+ * rounding to T: within an ulp or two of T for float32 (tests: 1e-6 of
+ * max |reference|), ~1e-13 for float64 (tests: 1e-12).
+ */
+#include "norm_fast.h"
+
+#include <math.h>
+
+/* Elements per block of rows (S == 1): 256 KiB of float32, which stays in
+ * a core's L2 cache between the block's two passes. */
+#define BN_BLOCK (INT64_C(1) << 16)
+/* Below this many elements the kernels run on the calling thread: a
+ * BatchNorm1d on (256, 128) takes ~10 us, about what starting and joining
+ * a team of threads costs. */
+#define BN_PARALLEL_MIN (INT64_C(1) << 17)
+
+/* The rows of one block (S == 1). */
+static int64_t bn_block_rows(const bn_layout *l)
+{
+    int64_t r = BN_BLOCK / l->C;
+    return r < 1 ? 1 : r;
+}
+
+static int64_t bn_blocks(const bn_layout *l)
+{
+    int64_t r = bn_block_rows(l);
+    return (l->N + r - 1) / r;
+}
+
+static int bn_threads(const bn_layout *l)
+{
+    int64_t numel = l->n * l->C;
+    return numel < BN_PARALLEL_MIN ? 1 : tg_parallel_threads(numel);
+}
+
+/* The kernels for one dtype T. Each is called for one block of rows
+ * (cols_*) or one channel (run_*) and touches nothing else. */
+#define BN_FAST_KERNELS(SFX, T)                                              \
+    /* Column means and sums of squares about them, over `rows` rows. */     \
+    static TG_VECTOR_CLONES void bn_cols_stats_##SFX(                        \
+        const T *restrict x, int64_t rows, int64_t C, double *restrict mean, \
+        double *restrict m2)                                                 \
+    {                                                                        \
+        for (int64_t c = 0; c < C; c++)                                      \
+            mean[c] = m2[c] = 0.0;                                           \
+        for (int64_t i = 0; i < rows; i++)                                   \
+            for (int64_t c = 0; c < C; c++)                                  \
+                mean[c] += x[i * C + c];                                     \
+        for (int64_t c = 0; c < C; c++)                                      \
+            mean[c] /= (double)rows;                                         \
+        for (int64_t i = 0; i < rows; i++)                                   \
+            for (int64_t c = 0; c < C; c++) {                                \
+                double d = x[i * C + c] - mean[c];                           \
+                m2[c] += d * d;                                              \
+            }                                                                \
+    }                                                                        \
+    /* y = (x - mean) * scale + shift, per column. */                        \
+    static TG_VECTOR_CLONES void bn_cols_apply_##SFX(                        \
+        const T *restrict x, T *restrict y, int64_t rows, int64_t C,         \
+        const double *restrict mean, const double *restrict scale,           \
+        const double *restrict shift)                                        \
+    {                                                                        \
+        for (int64_t i = 0; i < rows; i++)                                   \
+            for (int64_t c = 0; c < C; c++)                                  \
+                y[i * C + c] =                                               \
+                    (T)((x[i * C + c] - mean[c]) * scale[c] + shift[c]);     \
+    }                                                                        \
+    /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column. */            \
+    static TG_VECTOR_CLONES void bn_cols_sums_##SFX(                         \
+        const T *restrict dy, const T *restrict x, int64_t rows, int64_t C,  \
+        const double *restrict mean, double *restrict sdy,                   \
+        double *restrict sdxm)                                               \
+    {                                                                        \
+        for (int64_t c = 0; c < C; c++)                                      \
+            sdy[c] = sdxm[c] = 0.0;                                          \
+        for (int64_t i = 0; i < rows; i++)                                   \
+            for (int64_t c = 0; c < C; c++) {                                \
+                double g = dy[i * C + c];                                    \
+                sdy[c] += g;                                                 \
+                sdxm[c] += g * (x[i * C + c] - mean[c]);                     \
+            }                                                                \
+    }                                                                        \
+    /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval). */  \
+    static TG_VECTOR_CLONES void bn_cols_dx_##SFX(                           \
+        const T *restrict dy, const T *restrict x, T *restrict dx,           \
+        int64_t rows, int64_t C, const double *restrict mean,                \
+        const double *restrict a, const double *restrict b,                  \
+        const double *restrict c0, bool training)                            \
+    {                                                                        \
+        if (!training) {                                                     \
+            for (int64_t i = 0; i < rows; i++)                               \
+                for (int64_t c = 0; c < C; c++)                              \
+                    dx[i * C + c] = (T)(dy[i * C + c] * a[c]);               \
+            return;                                                          \
+        }                                                                    \
+        for (int64_t i = 0; i < rows; i++)                                   \
+            for (int64_t c = 0; c < C; c++)                                  \
+                dx[i * C + c] = (T)(a[c] * dy[i * C + c] +                   \
+                                    b[c] * (x[i * C + c] - mean[c]) +        \
+                                    c0[c]);                                  \
+    }                                                                        \
+    /* The sum of N runs of S values, run i at x + i * stride. */            \
+    static TG_VECTOR_CLONES double bn_run_sum_##SFX(const T *restrict x, int64_t N, \
+                                             int64_t stride, int64_t S)      \
+    {                                                                        \
+        double acc[TG_NORM_LANES] = {0};                                     \
+        for (int64_t i = 0; i < N; i++) {                                    \
+            const T *xs = x + i * stride;                                    \
+            int64_t s = 0;                                                   \
+            for (; s + TG_NORM_LANES <= S; s += TG_NORM_LANES)               \
+                for (int j = 0; j < TG_NORM_LANES; j++)                      \
+                    acc[j] += xs[s + j];                                     \
+            for (int j = 0; s + j < S; j++)                                  \
+                acc[j] += xs[s + j];                                         \
+        }                                                                    \
+        return tg_norm_lanes_sum(acc);                                       \
+    }                                                                        \
+    /* sum((x - mean)^2) over the same runs. */                              \
+    static TG_VECTOR_CLONES double bn_run_m2_##SFX(const T *restrict x, int64_t N, \
+                                            int64_t stride, int64_t S,       \
+                                            double mean)                     \
+    {                                                                        \
+        double acc[TG_NORM_LANES] = {0};                                     \
+        for (int64_t i = 0; i < N; i++) {                                    \
+            const T *xs = x + i * stride;                                    \
+            int64_t s = 0;                                                   \
+            for (; s + TG_NORM_LANES <= S; s += TG_NORM_LANES)               \
+                for (int j = 0; j < TG_NORM_LANES; j++) {                    \
+                    double d = xs[s + j] - mean;                             \
+                    acc[j] += d * d;                                         \
+                }                                                            \
+            for (int j = 0; s + j < S; j++) {                                \
+                double d = xs[s + j] - mean;                                 \
+                acc[j] += d * d;                                             \
+            }                                                                \
+        }                                                                    \
+        return tg_norm_lanes_sum(acc);                                       \
+    }                                                                        \
+    /* y = (x - mean) * scale + shift over the runs. */                      \
+    static TG_VECTOR_CLONES void bn_run_apply_##SFX(                         \
+        const T *restrict x, T *restrict y, int64_t N, int64_t stride,       \
+        int64_t S, double mean, double scale, double shift)                  \
+    {                                                                        \
+        for (int64_t i = 0; i < N; i++)                                      \
+            for (int64_t s = 0; s < S; s++)                                  \
+                y[i * stride + s] =                                          \
+                    (T)((x[i * stride + s] - mean) * scale + shift);         \
+    }                                                                        \
+    /* *sdy = sum(dy), *sdxm = sum(dy * (x - mean)) over the runs. */        \
+    static TG_VECTOR_CLONES void bn_run_sums_##SFX(                          \
+        const T *restrict dy, const T *restrict x, int64_t N,                \
+        int64_t stride, int64_t S, double mean, double *sdy, double *sdxm)   \
+    {                                                                        \
+        double ag[TG_NORM_LANES] = {0}, agx[TG_NORM_LANES] = {0};            \
+        for (int64_t i = 0; i < N; i++) {                                    \
+            const T *gs = dy + i * stride, *xs = x + i * stride;             \
+            int64_t s = 0;                                                   \
+            for (; s + TG_NORM_LANES <= S; s += TG_NORM_LANES)               \
+                for (int j = 0; j < TG_NORM_LANES; j++) {                    \
+                    double g = gs[s + j];                                    \
+                    ag[j] += g;                                              \
+                    agx[j] += g * (xs[s + j] - mean);                        \
+                }                                                            \
+            for (int j = 0; s + j < S; j++) {                                \
+                double g = gs[s + j];                                        \
+                ag[j] += g;                                                  \
+                agx[j] += g * (xs[s + j] - mean);                            \
+            }                                                                \
+        }                                                                    \
+        *sdy = tg_norm_lanes_sum(ag);                                        \
+        *sdxm = tg_norm_lanes_sum(agx);                                      \
+    }                                                                        \
+    /* dx = a dy + b (x - mean) + c0 (training), a dy (eval). */             \
+    static TG_VECTOR_CLONES void bn_run_dx_##SFX(                            \
+        const T *restrict dy, const T *restrict x, T *restrict dx,           \
+        int64_t N, int64_t stride, int64_t S, double mean, double a,         \
+        double b, double c0, bool training)                                  \
+    {                                                                        \
+        for (int64_t i = 0; i < N; i++) {                                    \
+            const T *gs = dy + i * stride, *xs = x + i * stride;             \
+            T *ds = dx + i * stride;                                         \
+            if (training)                                                    \
+                for (int64_t s = 0; s < S; s++)                              \
+                    ds[s] = (T)(a * gs[s] + b * (xs[s] - mean) + c0);        \
+            else                                                             \
+                for (int64_t s = 0; s < S; s++)                              \
+                    ds[s] = (T)(gs[s] * a);                                  \
+        }                                                                    \
+    }
+BN_FAST_KERNELS(f32, float)
+BN_FAST_KERNELS(f64, double)
+
+/* Doubles of scratch the drivers below need: for S == 1, three (C,)
+ * arrays of coefficients and, with more than one block, each block's two
+ * partial results (C,); nothing for S > 1. */
+size_t tg_bn_scratch_doubles(const bn_layout *l)
+{
+    if (l->S != 1)
+        return 0;
+    int64_t nb = bn_blocks(l);
+    return (size_t)(3 * l->C + (nb > 1 ? 2 * nb * l->C : 0));
+}
+
+/* Combines the blocks' column means and M2s (S == 1), block by block in
+ * order: mean = sum_k n_k mean_k / n, M2 = sum_k (M2_k + n_k (mean_k -
+ * mean)^2). */
+static void bn_combine_blocks(const double *bmean, const double *bm2,
+                              const bn_layout *l, double *mean, double *m2)
+{
+    const int64_t C = l->C, rows = bn_block_rows(l), nb = bn_blocks(l);
+    for (int64_t c = 0; c < C; c++)
+        mean[c] = m2[c] = 0.0;
+    for (int64_t k = 0; k < nb; k++) {
+        double cnt = (double)(k * rows + rows <= l->N ? rows
+                                                      : l->N - k * rows);
+        for (int64_t c = 0; c < C; c++)
+            mean[c] += cnt * bmean[k * C + c];
+    }
+    for (int64_t c = 0; c < C; c++)
+        mean[c] /= (double)l->N;
+    for (int64_t k = 0; k < nb; k++) {
+        double cnt = (double)(k * rows + rows <= l->N ? rows
+                                                      : l->N - k * rows);
+        for (int64_t c = 0; c < C; c++) {
+            double d = bmean[k * C + c] - mean[c];
+            m2[c] += bm2[k * C + c] + cnt * d * d;
+        }
+    }
+}
+
+/* The forward and backward on the fast kernels, for one dtype T. Same
+ * contracts as the reference kernels: the forward fills mean, invstd and
+ * m2 (C,) in training (in eval mean and invstd come in holding the
+ * running statistics' values) and y; the backward fills sdy and sdyx (C,)
+ * and dx unless it is NULL. scratch holds tg_bn_scratch_doubles(l). */
+#define BN_FAST_DRIVERS(SFX, T)                                              \
+    void tg_bn_fast_forward_##SFX(                                           \
+        const T *x, const T *w, const T *b, T *y, double *mean,              \
+        double *invstd, double *m2, const tg_batch_norm_options *o,          \
+        const bn_layout *l, double *scratch)                                 \
+    {                                                                        \
+        const int64_t N = l->N, C = l->C, S = l->S, n = l->n;                \
+        const int nt = bn_threads(l);                                        \
+        (void)nt; /* read by the OpenMP pragmas only */                      \
+        if (S > 1) {                                                         \
+            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
+            for (int64_t c = 0; c < C; c++) {                                \
+                const T *xc = x + c * S;                                     \
+                if (!o->eval) {                                              \
+                    mean[c] = bn_run_sum_##SFX(xc, N, C * S, S) / (double)n; \
+                    m2[c] = bn_run_m2_##SFX(xc, N, C * S, S, mean[c]);       \
+                    invstd[c] = tg_bn_invstd(m2[c], n, o->correction, o->eps); \
+                }                                                            \
+                bn_run_apply_##SFX(xc, y + c * S, N, C * S, S, mean[c],      \
+                                   invstd[c] * (w ? (double)w[c] : 1.0),     \
+                                   b ? (double)b[c] : 0.0);                  \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
+        if (!o->eval) {                                                      \
+            double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
+            double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
+            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
+            for (int64_t k = 0; k < nb; k++) {                               \
+                int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;   \
+                bn_cols_stats_##SFX(x + r0 * C, r, C, bmean + k * C,         \
+                                    bm2 + k * C);                            \
+            }                                                                \
+            if (nb > 1)                                                      \
+                bn_combine_blocks(bmean, bm2, l, mean, m2);                  \
+            for (int64_t c = 0; c < C; c++)                                  \
+                invstd[c] = tg_bn_invstd(m2[c], n, o->correction, o->eps);   \
+        }                                                                    \
+        double *scale = scratch, *shift = scratch + C;                       \
+        for (int64_t c = 0; c < C; c++) {                                    \
+            scale[c] = invstd[c] * (w ? (double)w[c] : 1.0);                 \
+            shift[c] = b ? (double)b[c] : 0.0;                               \
+        }                                                                    \
+        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
+        for (int64_t k = 0; k < nb; k++) {                                   \
+            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
+            bn_cols_apply_##SFX(x + r0 * C, y + r0 * C, r, C, mean, scale,   \
+                                shift);                                      \
+        }                                                                    \
+    }                                                                        \
+                                                                             \
+    void tg_bn_fast_backward_##SFX(                                          \
+        const T *dy, const T *x, const T *w, const double *mean,             \
+        const double *invstd, T *dx, double *sdy, double *sdyx,              \
+        bool training, int64_t correction, const bn_layout *l,               \
+        double *scratch)                                                     \
+    {                                                                        \
+        const int64_t N = l->N, C = l->C, S = l->S;                          \
+        const double n = (double)l->n;                                       \
+        const double unbias = n / (n - (double)correction); /* n/(n-k) */    \
+        const int nt = bn_threads(l);                                        \
+        (void)nt; /* read by the OpenMP pragmas only */                      \
+        if (S > 1) {                                                         \
+            TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static)) \
+            for (int64_t c = 0; c < C; c++) {                                \
+                const T *gc = dy + c * S, *xc = x + c * S;                   \
+                bn_run_sums_##SFX(gc, xc, N, C * S, S, mean[c], &sdy[c],     \
+                                  &sdyx[c]);                                 \
+                sdyx[c] *= invstd[c];                                        \
+                if (!dx)                                                     \
+                    continue;                                                \
+                double a = invstd[c] * (w ? (double)w[c] : 1.0);             \
+                bn_run_dx_##SFX(gc, xc, dx + c * S, N, C * S, S, mean[c], a, \
+                                -a * unbias * sdyx[c] * invstd[c] / n,       \
+                                -a * sdy[c] / n, training);                  \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
+        double *bg = nb == 1 ? sdy : scratch + 3 * C;                        \
+        double *bgx = nb == 1 ? sdyx : bg + nb * C;                          \
+        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
+        for (int64_t k = 0; k < nb; k++) {                                   \
+            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
+            bn_cols_sums_##SFX(dy + r0 * C, x + r0 * C, r, C, mean,          \
+                               bg + k * C, bgx + k * C);                     \
+        }                                                                    \
+        if (nb > 1) {                                                        \
+            for (int64_t c = 0; c < C; c++)                                  \
+                sdy[c] = sdyx[c] = 0.0;                                      \
+            for (int64_t k = 0; k < nb; k++)                                 \
+                for (int64_t c = 0; c < C; c++) {                            \
+                    sdy[c] += bg[k * C + c];                                 \
+                    sdyx[c] += bgx[k * C + c];                               \
+                }                                                            \
+        }                                                                    \
+        for (int64_t c = 0; c < C; c++)                                      \
+            sdyx[c] *= invstd[c];                                            \
+        if (!dx)                                                             \
+            return;                                                          \
+        double *a = scratch, *bx = scratch + C, *c0 = scratch + 2 * C;       \
+        for (int64_t c = 0; c < C; c++) {                                    \
+            a[c] = invstd[c] * (w ? (double)w[c] : 1.0);                     \
+            bx[c] = -a[c] * unbias * sdyx[c] * invstd[c] / n;                \
+            c0[c] = -a[c] * sdy[c] / n;                                      \
+        }                                                                    \
+        TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
+        for (int64_t k = 0; k < nb; k++) {                                   \
+            int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
+            bn_cols_dx_##SFX(dy + r0 * C, x + r0 * C, dx + r0 * C, r, C,     \
+                             mean, a, bx, c0, training);                     \
+        }                                                                    \
+    }
+BN_FAST_DRIVERS(f32, float)
+BN_FAST_DRIVERS(f64, double)

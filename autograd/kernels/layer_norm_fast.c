@@ -1,0 +1,370 @@
+/*
+ * autograd/kernels/layer_norm_fast.c - LayerNorm's fast kernels: the
+ * forward and backward of autograd/ops/layer_norm.c written for speed on
+ * contiguous rows, vectorised and run on several threads.
+ *
+ * Not the place to learn LayerNorm: autograd/ops/layer_norm.c has the
+ * math, the plain reference kernels these are tested against
+ * (tests/autograd/test_fast_layer_norm.c), the op and its backward, and
+ * calls these unless TG_KERNELS=reference.
+ *
+ * What changes from the plain kernels, and why the results stay theirs
+ * to within rounding (tests/autograd/test_fast_layer_norm.c holds them to
+ * a tolerance and says why):
+ *  - Every sum over a row is split into TG_NORM_LANES partial sums,
+ *    element j going to partial j % TG_NORM_LANES, added up in a fixed
+ *    order at the end (tg_norm_lanes_sum, shared with BatchNorm's fast
+ *    kernels). The compiler keeps the partials in vector registers (a
+ *    single running sum is a chain of dependent additions it may not
+ *    reorder), and the
+ *    order of the additions is fixed by the source, not by the vector
+ *    width or the thread count: every build and every thread count gives
+ *    the same bits. Sums are still in double, and still two-pass.
+ *  - Each row is read while it sits in the cache, and what a later pass
+ *    over the row needs again is kept in a row of doubles (x - mean in the
+ *    forward; xhat and g in the backward) rather than converted and
+ *    computed again: float32 to double conversions are what these loops
+ *    spend most of their time on. w and b are converted once per call.
+ *    Apart from the order of the additions in sums, every value comes
+ *    from the same operations on the same operands as in the plain
+ *    kernels, in double, rounded once to x's dtype.
+ *  - While a row is computed, the next one is asked of memory
+ *    (LN_PREFETCH), so that waiting for memory and arithmetic overlap.
+ *  - Rows are shared out among threads. A row's results depend on that row
+ *    alone, except dw and db, which sum over rows: the rows are cut into
+ *    chunks whose size depends only on M and N, each chunk sums its rows
+ *    in order into its own partial dw and db, and the partials are added
+ *    up chunk after chunk.
+ */
+#include "norm_fast.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The most chunks the rows of a backward are cut into: enough to keep many
+ * threads busy, few enough that their partial sums (2 * N doubles each)
+ * stay small next to x. */
+#define LN_MAX_CHUNKS 32
+/* The fewest elements in a backward chunk: below it a chunk is not worth
+ * its partial sums. A quarter of the parallel threshold, so that a
+ * backward big enough for threads has at least four chunks. */
+#define LN_MIN_CHUNK_WORK (TG_PARALLEL_MIN_WORK / 4)
+
+/* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
+ * line at p. No effect on any result. */
+#if defined(__GNUC__)
+#define LN_PREFETCH(p, rw) __builtin_prefetch((p), (rw))
+#else
+#define LN_PREFETCH(p, rw) ((void)(p))
+#endif
+/* How many rows ahead that is. */
+#define LN_AHEAD 1
+
+/* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL; d is
+ * a scratch row of N doubles. Per row: the mean in one pass, d = x - mean
+ * and the variance around the mean in a second, y from d in a third. */
+#define LAYER_NORM_FORWARD_FAST(NAME, T)                                     \
+    TG_VECTOR_CLONES static void NAME(const T *x, const double *w, const double *b, \
+                               T *y, double *mean, double *rstd, int64_t r0, \
+                               int64_t r1, int64_t N, double eps,            \
+                               double *restrict d)                           \
+    {                                                                        \
+        const int64_t nv = N - N % TG_NORM_LANES; /* the whole blocks */     \
+        for (int64_t r = r0; r < r1; r++) {                                  \
+            const T *xr = x + r * N;                                         \
+            T *yr = y + r * N;                                               \
+            double acc[TG_NORM_LANES] = {0};                                 \
+            for (int64_t j = 0; j < nv; j += TG_NORM_LANES)                  \
+                for (int k = 0; k < TG_NORM_LANES; k++)                      \
+                    acc[k] += xr[j + k];                                     \
+            for (int64_t j = nv; j < N; j++)                                 \
+                acc[j - nv] += xr[j];                                        \
+            const double m = tg_norm_lanes_sum(acc) / (double)N;             \
+            double sq[TG_NORM_LANES] = {0};                                  \
+            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
+            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
+                LN_PREFETCH(xr + ahead + j, 0);                              \
+                LN_PREFETCH(yr + ahead + j, 1);                              \
+                if (sizeof(T) > 4) { /* two cache lines */                   \
+                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
+                    LN_PREFETCH(yr + ahead + j + 8, 1);                      \
+                }                                                            \
+                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
+                    double dj = xr[j + k] - m;                               \
+                    d[j + k] = dj;                                           \
+                    sq[k] += dj * dj;                                        \
+                }                                                            \
+            }                                                                \
+            for (int64_t j = nv; j < N; j++) {                               \
+                double dj = xr[j] - m;                                       \
+                d[j] = dj;                                                   \
+                sq[j - nv] += dj * dj;                                       \
+            }                                                                \
+            const double rs =                                                \
+                1.0 / sqrt(tg_norm_lanes_sum(sq) / (double)N + eps);         \
+            if (w && b)                                                      \
+                for (int64_t j = 0; j < N; j++)                              \
+                    yr[j] = (T)(d[j] * rs * w[j] + b[j]);                    \
+            else if (w)                                                      \
+                for (int64_t j = 0; j < N; j++)                              \
+                    yr[j] = (T)(d[j] * rs * w[j]);                           \
+            else if (b)                                                      \
+                for (int64_t j = 0; j < N; j++)                              \
+                    yr[j] = (T)(d[j] * rs + b[j]);                           \
+            else                                                             \
+                for (int64_t j = 0; j < N; j++)                              \
+                    yr[j] = (T)(d[j] * rs);                                  \
+            mean[r] = m;                                                     \
+            rstd[r] = rs;                                                    \
+        }                                                                    \
+    }
+LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f32, float)
+LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
+
+/* Rows [r0, r1) of the backward, one chunk: dw and db (N doubles each,
+ * never NULL) receive this chunk's sums, added to what they hold; dx may
+ * be NULL (not needed); w is a double row (N,), ones when the layer has no
+ * weight (dy * 1 is dy exactly). xhat and g are scratch rows of N doubles.
+ * Per row: pass 1 computes xhat and g, sums g and g * xhat, and adds
+ * dy * xhat and dy into dw and db; pass 2 writes dx from xhat and g. */
+#define LAYER_NORM_BACKWARD_FAST(NAME, T)                                    \
+    TG_VECTOR_CLONES static void NAME(const T *dy, const T *x, const double *w, \
+                               const double *mean, const double *rstd,       \
+                               T *dx, double *restrict dw,                   \
+                               double *restrict db, int64_t r0, int64_t r1,  \
+                               int64_t N, double *restrict xhat,             \
+                               double *restrict g)                           \
+    {                                                                        \
+        const int64_t nv = N - N % TG_NORM_LANES;                            \
+        for (int64_t r = r0; r < r1; r++) {                                  \
+            const T *dyr = dy + r * N, *xr = x + r * N;                      \
+            const double m = mean[r], rs = rstd[r];                          \
+            double gs[TG_NORM_LANES] = {0}, gxs[TG_NORM_LANES] = {0};        \
+            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
+            T *dxa = dx ? dx + r * N + ahead : NULL;                         \
+            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
+                LN_PREFETCH(xr + ahead + j, 0);                              \
+                LN_PREFETCH(dyr + ahead + j, 0);                             \
+                if (dxa)                                                     \
+                    LN_PREFETCH(dxa + j, 1);                                 \
+                if (sizeof(T) > 4) { /* two cache lines */                   \
+                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
+                    LN_PREFETCH(dyr + ahead + j + 8, 0);                     \
+                    if (dxa)                                                 \
+                        LN_PREFETCH(dxa + j + 8, 1);                         \
+                }                                                            \
+                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
+                    double xh = (xr[j + k] - m) * rs;                        \
+                    double d = dyr[j + k];                                   \
+                    double gj = d * w[j + k];                                \
+                    xhat[j + k] = xh;                                        \
+                    g[j + k] = gj;                                           \
+                    gs[k] += gj;                                             \
+                    gxs[k] += gj * xh;                                       \
+                    dw[j + k] += d * xh;                                     \
+                    db[j + k] += d;                                          \
+                }                                                            \
+            }                                                                \
+            for (int64_t j = nv; j < N; j++) {                               \
+                double xh = (xr[j] - m) * rs;                                \
+                double d = dyr[j];                                           \
+                double gj = d * w[j];                                        \
+                xhat[j] = xh;                                                \
+                g[j] = gj;                                                   \
+                gs[j - nv] += gj;                                            \
+                gxs[j - nv] += gj * xh;                                      \
+                dw[j] += d * xh;                                             \
+                db[j] += d;                                                  \
+            }                                                                \
+            if (!dx)                                                         \
+                continue;                                                    \
+            const double g_mean = tg_norm_lanes_sum(gs) / (double)N;         \
+            const double gx_mean = tg_norm_lanes_sum(gxs) / (double)N;       \
+            T *dxr = dx + r * N;                                             \
+            for (int64_t j = 0; j < N; j++)                                  \
+                dxr[j] = (T)(rs * (g[j] - g_mean - xhat[j] * gx_mean));      \
+        }                                                                    \
+    }
+LAYER_NORM_BACKWARD_FAST(layer_norm_backward_fast_f32, float)
+LAYER_NORM_BACKWARD_FAST(layer_norm_backward_fast_f64, double)
+
+/* A double copy of a (N,) float32 parameter into row, or the float64 one
+ * itself; ones when p is NULL and ones is asked for, else NULL. */
+static const double *double_row(tg_dtype dtype, const void *p, int64_t N,
+                                double *row, bool ones)
+{
+    if (!p && !ones)
+        return NULL;
+    if (p && dtype == TG_FLOAT64)
+        return p;
+    for (int64_t j = 0; j < N; j++)
+        row[j] = p ? ((const float *)p)[j] : 1.0;
+    return row;
+}
+
+/* Rows [r0, r1) of the forward, in x's dtype. */
+static void forward_rows(tg_dtype dtype, const void *x, const double *w,
+                         const double *b, void *y, double *mean, double *rstd,
+                         int64_t r0, int64_t r1, int64_t N, double eps,
+                         double *d)
+{
+    if (dtype == TG_FLOAT32)
+        layer_norm_forward_fast_f32(x, w, b, y, mean, rstd, r0, r1, N, eps,
+                                    d);
+    else
+        layer_norm_forward_fast_f64(x, w, b, y, mean, rstd, r0, r1, N, eps,
+                                    d);
+}
+
+/* The forward of rows [0, M) on the fast kernels (N >= 1), on as many
+ * threads as the work is worth. Each row is computed whole by one thread,
+ * so the thread count cannot change a bit of it. Returns 0, or -1 when the
+ * scratch memory cannot be had (nothing reported: the caller does). */
+int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
+                                   const void *w, const void *b, void *y,
+                                   double *mean, double *rstd, int64_t M,
+                                   int64_t N, double eps)
+{
+    if (M == 0)
+        return 0;
+    int nt = tg_parallel_threads(M * N);
+    if ((int64_t)nt > M)
+        nt = (int)M;
+    /* Scratch: w and b in double (float32 only), and a row of x - mean
+     * per thread. */
+    int64_t params = dtype == TG_FLOAT32 ? (w != NULL) + (b != NULL) : 0;
+    double *scratch = tg_malloc((size_t)(params + nt) * (size_t)N *
+                                sizeof(double));
+    if (!scratch)
+        return -1;
+    double *next = scratch;
+    const double *wd = double_row(dtype, w, N, next, false);
+    if (wd == next)
+        next += N;
+    const double *bd = double_row(dtype, b, N, next, false);
+    if (bd == next)
+        next += N;
+    double *rows = next; // x - mean: N per thread
+    if (nt == 1) { // a team costs microseconds: small inputs go without
+        forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps, rows);
+        free(scratch);
+        return 0;
+    }
+    /* One range of rows per thread (a kernel reads ahead within its
+     * range): the first M % nt ranges have one row more. */
+    TG_OMP(parallel for num_threads(nt) schedule(static))
+    for (int i = 0; i < nt; i++) {
+        int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
+        int64_t r1 = r0 + M / nt + (i < M % nt);
+        forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps,
+                     rows + tg_thread_num() * N);
+    }
+    free(scratch);
+    return 0;
+}
+
+/* One chunk of the backward, in x's dtype. */
+static void layer_norm_backward_chunk(tg_dtype dtype, const void *dy,
+                                      const void *x, const double *w,
+                                      const double *mean, const double *rstd,
+                                      void *dx, double *dw, double *db,
+                                      int64_t r0, int64_t r1, int64_t N,
+                                      double *rows)
+{
+    if (dtype == TG_FLOAT32)
+        layer_norm_backward_fast_f32(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
+                                     N, rows, rows + N);
+    else
+        layer_norm_backward_fast_f64(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
+                                     N, rows, rows + N);
+}
+
+/* The backward of rows [0, M) on the fast kernels (M, N >= 1). w, dx, dw
+ * and db may be NULL (no weight; gradient not needed); dw and db, when
+ * given, are zeroed (N,) sums. Returns 0, or -1 when the scratch memory
+ * cannot be had (nothing reported: the caller does). */
+int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
+                                    const void *x, const void *w,
+                                    const double *mean, const double *rstd,
+                                    void *dx, double *dw, double *db,
+                                    int64_t M, int64_t N)
+{
+    /* The chunks depend on M and N only, never on the thread count. */
+    int64_t chunk_rows = (LN_MIN_CHUNK_WORK + N - 1) / N;
+    if (chunk_rows < (M + LN_MAX_CHUNKS - 1) / LN_MAX_CHUNKS)
+        chunk_rows = (M + LN_MAX_CHUNKS - 1) / LN_MAX_CHUNKS;
+    /* Each chunk keeps 2 N doubles of partial sums: at most about x's own
+     * size in all (few long rows would otherwise make 32 chunks of one
+     * row each, four times x). */
+    int64_t max_chunks = M * (int64_t)tg_dtype_size(dtype) / 16;
+    if (max_chunks < 1)
+        max_chunks = 1;
+    if ((M + chunk_rows - 1) / chunk_rows > max_chunks)
+        chunk_rows = (M + max_chunks - 1) / max_chunks;
+    int64_t nchunks = (M + chunk_rows - 1) / chunk_rows;
+    int nt = tg_parallel_threads(M * N);
+    if ((int64_t)nt > nchunks)
+        nt = (int)nchunks;
+    /* Scratch, in rows of N doubles: w in double unless x is float64 with
+     * a weight; dw and db when not needed (the kernel sums them anyway);
+     * two partial sums per chunk when there is more than one chunk (a
+     * single chunk sums into dw and db directly: 0 + s is s, the same as
+     * its partial added to zero); xhat and g for each thread. */
+    int64_t nrows = (dtype == TG_FLOAT64 && w ? 0 : 1) + !dw + !db +
+                    (nchunks > 1 ? 2 * nchunks : 0) + 2 * nt;
+    double *scratch = tg_malloc((size_t)nrows * (size_t)N * sizeof(double));
+    if (!scratch)
+        return -1;
+    double *next = scratch;
+    const double *wd = double_row(dtype, w, N, next, true);
+    if (wd == next)
+        next += N;
+    if (!dw) {
+        dw = next;
+        next += N;
+        memset(dw, 0, (size_t)N * sizeof *dw);
+    }
+    if (!db) {
+        db = next;
+        next += N;
+        memset(db, 0, (size_t)N * sizeof *db);
+    }
+    double *rows = next; // xhat and g: 2N per thread
+    double *part = rows + 2 * nt * N; // chunk c: dw at 2cN, db at (2c+1)N
+    if (nchunks == 1) {
+        layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, dw, db, 0,
+                                  M, N, rows);
+        free(scratch);
+        return 0;
+    }
+    TG_OMP(parallel num_threads(nt) if (nt > 1))
+    {
+        double *own = rows + 2 * tg_thread_num() * N;
+        TG_OMP(for schedule(static))
+        for (int64_t c = 0; c < nchunks; c++) {
+            double *pw = part + 2 * c * N, *pb = pw + N;
+            memset(pw, 0, 2 * (size_t)N * sizeof *pw);
+            int64_t r0 = c * chunk_rows;
+            int64_t r1 = r0 + chunk_rows < M ? r0 + chunk_rows : M;
+            layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, pw,
+                                      pb, r0, r1, N, own);
+        }
+        /* dw and db: the chunks' partials added in chunk order, each
+         * thread taking a block of columns. */
+        enum { COLS = 256 };
+        TG_OMP(for schedule(static))
+        for (int64_t j0 = 0; j0 < N; j0 += COLS) {
+            int64_t j1 = j0 + COLS < N ? j0 + COLS : N;
+            for (int64_t c = 0; c < nchunks; c++) {
+                const double *pw = part + 2 * c * N, *pb = pw + N;
+                for (int64_t j = j0; j < j1; j++) {
+                    dw[j] += pw[j];
+                    db[j] += pb[j];
+                }
+            }
+        }
+    }
+    free(scratch);
+    return 0;
+}

@@ -1,0 +1,90 @@
+/*
+ * autograd/kernels/norm_fast.h - the fast LayerNorm and BatchNorm kernels
+ * (layer_norm_fast.c, batch_norm_fast.c) as the op files call them, and
+ * what the two share. Not installed.
+ *
+ * The ops, with the math and the plain reference kernels, are
+ * autograd/ops/layer_norm.c and batch_norm.c; they run these kernels
+ * unless tg_get_kernels() is TG_KERNELS_REFERENCE.
+ */
+#ifndef TG_AUTOGRAD_KERNELS_NORM_FAST_H
+#define TG_AUTOGRAD_KERNELS_NORM_FAST_H
+
+#include "../internal.h"
+
+/* --------------------------------------------------- shared: lane sums */
+
+/* A sum along a row or run is kept as TG_NORM_LANES partial sums, element
+ * j going to partial j % TG_NORM_LANES: the compiler keeps them in vector
+ * registers (16 doubles are two AVX-512 registers, four AVX2 ones), while
+ * a single running sum is a chain of dependent additions it may not
+ * reorder. */
+#define TG_NORM_LANES 16
+
+/* The TG_NORM_LANES partial sums added up in one fixed order (pairwise:
+ * lane k with lane k + 8, then k + 4, k + 2, k + 1), fixed by the source
+ * and not by the vector width or the thread count, so every build and
+ * every thread count gives the same bits. */
+static inline double tg_norm_lanes_sum(const double *acc)
+{
+    double s8[8], s4[4];
+    for (int k = 0; k < 8; k++)
+        s8[k] = acc[k] + acc[k + 8];
+    for (int k = 0; k < 4; k++)
+        s4[k] = s8[k] + s8[k + 4];
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+/* -------------------------------------------------------------- LayerNorm */
+
+/* The forward of rows [0, M) of x (M, N), contiguous, in dtype (N >= 1):
+ * y, and mean and rstd (M,) in double. w and b are (N,) or NULL. Returns 0,
+ * or -1 when the scratch memory cannot be had (nothing reported: the
+ * caller does). */
+int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x, const void *w,
+                               const void *b, void *y, double *mean,
+                               double *rstd, int64_t M, int64_t N,
+                               double eps);
+/* The backward of rows [0, M) (M, N >= 1). w, dx, dw and db may be NULL
+ * (no weight; gradient not needed); dw and db, when given, are zeroed
+ * (N,) sums. Returns 0 or -1, as the forward. */
+int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
+                                const void *x, const void *w,
+                                const double *mean, const double *rstd,
+                                void *dx, double *dw, double *db, int64_t M,
+                                int64_t N);
+
+/* -------------------------------------------------------------- BatchNorm */
+
+typedef struct bn_layout {
+    int64_t N, C, S; // x as a contiguous (N, C, S) block
+    int64_t n;       // values per channel: N * S
+} bn_layout;
+
+/* 1 / sqrt(m2 / (n - correction) + eps), 0 when that is 1 / 0
+ * (autograd/ops/batch_norm.c). */
+double tg_bn_invstd(double m2, int64_t n, int64_t correction, double eps);
+
+/* Doubles of scratch the fast forward and backward need. */
+size_t tg_bn_scratch_doubles(const bn_layout *l);
+
+/* Same contracts as the reference kernels of batch_norm.c: the forward
+ * fills mean, invstd and m2 (C,) in training (in eval mean and invstd come
+ * in holding the running statistics' values) and y; the backward fills
+ * sdy and sdyx (C,) and dx unless it is NULL. scratch holds
+ * tg_bn_scratch_doubles(l). Results do not depend on the thread count. */
+#define TG_BN_FAST_DECLARE(SFX, T)                                           \
+    void tg_bn_fast_forward_##SFX(                                           \
+        const T *x, const T *w, const T *b, T *y, double *mean,              \
+        double *invstd, double *m2, const tg_batch_norm_options *o,          \
+        const bn_layout *l, double *scratch);                                \
+    void tg_bn_fast_backward_##SFX(                                          \
+        const T *dy, const T *x, const T *w, const double *mean,             \
+        const double *invstd, T *dx, double *sdy, double *sdyx,              \
+        bool training, int64_t correction, const bn_layout *l,               \
+        double *scratch);
+TG_BN_FAST_DECLARE(f32, float)
+TG_BN_FAST_DECLARE(f64, double)
+#undef TG_BN_FAST_DECLARE
+
+#endif

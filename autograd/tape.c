@@ -28,6 +28,7 @@
  * Not here: the ops' own backward functions (autograd/ops/), custom
  * functions (function.c), gradcheck (gradcheck.c), Graphviz (dot.c).
  */
+#include "../tensor/debug.h"
 #include "anomaly.h"
 #include "tape.h"
 
@@ -331,6 +332,8 @@ tg_node *tg_record(const tg_op *op, tg_tensor **out,
         return NULL;
     }
     tg_node_attach(n, o);
+    if (!o->made_by)
+        o->made_by = op->name; // an op that does not name its results
     return n;
 }
 
@@ -850,6 +853,10 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         opts = &defaults;
     if (!root)
         return -1;
+    tg_check_alive("tg_backward", root);
+    tg_check_alive("tg_backward", opts->grad);
+    for (int i = 0; opts->inputs && i < opts->ninputs; i++)
+        tg_check_alive("tg_backward", opts->inputs[i]);
     if (opts->ninputs < 0 || (opts->ninputs > 0 && !opts->inputs)) {
         tg_error("tg_backward",
                  "tg_backward_options has inputs %s and ninputs %d\n"

@@ -134,8 +134,9 @@ void tg_release(tg_tensor *t);      // NULL is a no-op
 /* tg_release, told where it is called from: in the debug mode (TG_DEBUG)
  * a released tensor remembers func, file and line, and a later use of it
  * names them. The macro below makes every tg_release(t) call this one;
- * (tg_release)(t) calls the function itself. Arguments borrowed (they must
- * be static strings, as __FILE__ and __func__ are). */
+ * (tg_release)(t) calls the function itself. Takes ownership of the
+ * caller's reference to t, as tg_release; file and func are borrowed (and
+ * must be static strings, as __FILE__ and __func__ are). */
 void tg_release_at(tg_tensor *t, const char *file, int line,
                    const char *func);
 #define tg_release(t) tg_release_at((t), __FILE__, __LINE__, __func__)

@@ -386,6 +386,7 @@ int tg_set_requires_grad(tg_tensor *x, bool requires_grad)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_set_requires_grad", x);
     if (x->grad_fn) {
         if (requires_grad)
             return 0; // it already does
@@ -420,6 +421,7 @@ int tg_retain_grad(tg_tensor *x)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_retain_grad", x);
     if (!x->requires_grad) {
         tg_error("tg_retain_grad",
                  "the tensor does not require grad, so it gets no gradient\n"
@@ -452,6 +454,7 @@ tg_tensor *tg_detach(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_detach", x);
     return tg_view_make(x, x->shape, x->strides, x->ndim, x->offset);
 }
 
@@ -996,6 +999,7 @@ tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
 {
     if (!g)
         return NULL;
+    tg_check_alive("tg_sum_to_shape", g);
     int lead = g->ndim - ndim;
     int dims[TG_MAX_DIMS], ndims = 0;
     for (int d = 0; d < g->ndim; d++)

@@ -15,6 +15,7 @@
  * Not here: complex, sparse, quantized, named or non-CPU tensors (tapegrad
  * has none).
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <math.h>
@@ -481,6 +482,7 @@ int tg_fprint(FILE *f, const tg_tensor *x)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_fprint", x);
     if (!f) {
         tg_error("tg_fprint", "the FILE is NULL\n"
                               "  rule: pass an open stream such as stdout");

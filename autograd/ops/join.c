@@ -72,6 +72,8 @@ static int list_check(const char *fn, const tg_tensor *const *tensors, int n)
     for (int i = 0; i < n; i++)
         if (!tensors[i])
             return 0;
+    for (int i = 0; i < n; i++)
+        tg_check_alive(fn, tensors[i]);
     return 1;
 }
 

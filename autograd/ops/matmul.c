@@ -39,7 +39,6 @@
  * grad_fn name is the product PyTorch 1.13 runs for the case (see
  * recorded_op; PyTorch wraps some of them in view nodes of its own).
  */
-#include "../../tensor/debug.h"
 #include "../internal.h"
 #include "gemm.h"
 

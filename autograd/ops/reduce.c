@@ -60,6 +60,7 @@ static char *dims_format(const int *dims, int ndims, char buf[TG_SHAPE_STR_MAX])
 static int plan_make(const char *fn, const tg_tensor *x, const int *dims,
                      int ndims, bool keepdim, reduce_plan *p)
 {
+    tg_check_alive(fn, x);
     memset(p, 0, sizeof *p);
     if (ndims < 0) {
         tg_error(fn,

@@ -199,7 +199,7 @@ static const char *describe(const tg_tensor *t, char *buf, size_t size)
         by = h->grad_fn_name(t->grad_fn);
     snprintf(buf, size, "%s %s made by %s (#%llu)",
              tg_shape_format(t->shape, t->ndim, s), tg_dtype_name(t->dtype),
-             by ? by : "the library", (unsigned long long)t->serial);
+             by ? by : "an unnamed step", (unsigned long long)t->serial);
     return buf;
 }
 

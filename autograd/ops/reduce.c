@@ -434,6 +434,8 @@ static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
             tg_store_contiguous(out, r, op->f64(m + r * p.n, p.n, correction));
     }
     tg_release(rows);
+    if (out)
+        out->made_by = op->fn;
     tg_node *n = grad ? tg_record(grad, &out, TG_INPUTS(x)) : NULL;
     if (n) {
         reduce_ctx *c = tg_node_ctx(n);

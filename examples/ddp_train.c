@@ -151,8 +151,8 @@ int main(int argc, char **argv)
     tg_process_group_free(pg);
     tg_dist_finalize();
     if (tg_live_tensors() != 0) {
-        fprintf(stderr, "rank %d: %lld tensors still alive\n", rank,
-                (long long)tg_live_tensors());
+        fprintf(stderr, "rank %d: ", rank);
+        tg_print_live_tensors(stderr); // each one, with what made it
         status = 1;
     }
     return status;

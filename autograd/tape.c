@@ -438,6 +438,7 @@ int tg_retain_grad(tg_tensor *x)
 
 void tg_zero_grad(tg_tensor *x)
 {
+    tg_check_alive("tg_zero_grad", x);
     if (x && x->grad)
         tg_fill_(x->grad, 0.0);
 }
@@ -446,6 +447,7 @@ void tg_clear_grad(tg_tensor *x)
 {
     if (!x)
         return;
+    tg_check_alive("tg_clear_grad", x);
     tg_release(x->grad);
     x->grad = NULL;
 }

@@ -423,6 +423,7 @@ char *tg_format(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_format", x);
     const tg_print_options o = print_opts;
     static const char prefix[] = "tensor(";
     const int64_t indent = (int64_t)sizeof prefix - 1;

@@ -232,6 +232,7 @@ int tg_expanded_dim(const tg_tensor *x)
 
 bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     /* A tensor with no elements has nothing to write twice. */
     int d = x->numel > 0 ? tg_expanded_dim(x) : -1;
     if (d >= 0) {
@@ -252,6 +253,7 @@ bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
 
 bool tg_write_allowed(const char *fn, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     const tg_autograd_hooks *h = tg_get_autograd_hooks();
     if (!x->requires_grad || !h || !h->grad_enabled())
         return true;

@@ -389,6 +389,7 @@ static int split_dim(const char *fn, const tg_tensor *x, int dim)
 {
     if (!x)
         return -1;
+    tg_check_alive(fn, x);
     if (x->ndim == 0) {
         tg_error(fn,
                  "cannot split a 0-d tensor\n"

@@ -265,6 +265,8 @@ static tg_tensor *pointwise_forward(const pointwise_loss *loss,
 {
     if (!x || !t)
         return NULL;
+    tg_check_alive(loss->fn, x);
+    tg_check_alive(loss->fn, t);
     if (pair_check(loss->fn, loss->name, loss->input, x, loss->target, t,
                    reduction) < 0)
         return NULL;

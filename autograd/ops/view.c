@@ -736,6 +736,7 @@ static tg_tensor *record_region(const tg_op *op, tg_tensor *out,
 /* Checks that x has dims to index into; op names the operation. */
 static bool has_dims(const char *fn, const char *op, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     if (x->ndim > 0)
         return true;
     tg_error(fn,

@@ -202,6 +202,64 @@ TG_TEST(debug, use_after_release_in_matmul)
               "%s", r.err);
 }
 
+/* One released tensor handed to functions of each kind: a view, a
+ * reduction, a loss, an in-place write, printing, a join. Each must stop
+ * at its own name. */
+static tg_tensor *released_tensor(void)
+{
+    tg_tensor *x = tg_full(TG_SHAPE(2, 3), 0.5, TG_FLOAT32);
+    tg_release(x);
+    return x;
+}
+
+static void slice_released(void) { tg_slice(released_tensor(), 1, 0, 2, 1); }
+static void sum_released(void)
+{
+    tg_sum(released_tensor(), TG_DIMS(0), false);
+}
+static void mse_released(void)
+{
+    tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    tg_mse_loss(t, released_tensor(), TG_REDUCTION_MEAN);
+}
+static void fill_released(void) { tg_fill_(released_tensor(), 1.0); }
+static void format_released(void) { free(tg_format(released_tensor())); }
+static void cat_released(void)
+{
+    tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    const tg_tensor *parts[] = {t, released_tensor()};
+    tg_cat(parts, 2, 0);
+}
+static void softmax_released(void) { tg_softmax(released_tensor(), -1); }
+
+TG_TEST(debug, use_after_release_in_each_kind_of_function)
+{
+    static const struct {
+        void (*body)(void);
+        const char *fn;
+    } cases[] = {
+        {slice_released, "tg_slice"},     {sum_released, "tg_sum"},
+        {mse_released, "tg_mse_loss"},    {fill_released, "tg_fill_"},
+        {format_released, "tg_format"},   {cat_released, "tg_cat"},
+        {softmax_released, "tg_softmax"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        child_result r;
+        run_child(cases[i].body, &r);
+        char want[128];
+        snprintf(want, sizeof want,
+                 "%s: the tensor (2, 3) float32 made by tg_full (#",
+                 cases[i].fn);
+        cr_assert(aborted(&r), "%s: status %d, stderr:\n%s", cases[i].fn,
+                  r.status, r.err);
+        cr_assert(strstr(r.err, want) == r.err &&
+                      strstr(r.err, ") was used after its last release\n"
+                                    "  it was released in "
+                                    "released_tensor() at "),
+                  "%s", r.err);
+    }
+}
+
 /* The loss released before backward: the usual slip of a training loop
  * that frees its step's tensors one line too early. */
 static void backward_after_release(void)

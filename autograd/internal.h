@@ -30,6 +30,7 @@
 #define TG_AUTOGRAD_INTERNAL_H
 
 #include "../tensor/internal.h"
+#include "../tensor/debug.h" // tg_check_alive
 #include "autograd.h"
 #include "ops.h"
 

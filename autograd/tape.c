@@ -28,6 +28,7 @@
  * Not here: the ops' own backward functions (autograd/ops/), custom
  * functions (function.c), gradcheck (gradcheck.c), Graphviz (dot.c).
  */
+#include "../tensor/debug.h"
 #include "anomaly.h"
 #include "tape.h"
 
@@ -331,6 +332,8 @@ tg_node *tg_record(const tg_op *op, tg_tensor **out,
         return NULL;
     }
     tg_node_attach(n, o);
+    if (!o->made_by)
+        o->made_by = op->name; // an op that does not name its results
     return n;
 }
 
@@ -383,6 +386,7 @@ int tg_set_requires_grad(tg_tensor *x, bool requires_grad)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_set_requires_grad", x);
     if (x->grad_fn) {
         if (requires_grad)
             return 0; // it already does
@@ -417,6 +421,7 @@ int tg_retain_grad(tg_tensor *x)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_retain_grad", x);
     if (!x->requires_grad) {
         tg_error("tg_retain_grad",
                  "the tensor does not require grad, so it gets no gradient\n"
@@ -433,6 +438,7 @@ int tg_retain_grad(tg_tensor *x)
 
 void tg_zero_grad(tg_tensor *x)
 {
+    tg_check_alive("tg_zero_grad", x);
     if (x && x->grad)
         tg_fill_(x->grad, 0.0);
 }
@@ -441,6 +447,7 @@ void tg_clear_grad(tg_tensor *x)
 {
     if (!x)
         return;
+    tg_check_alive("tg_clear_grad", x);
     tg_release(x->grad);
     x->grad = NULL;
 }
@@ -449,6 +456,7 @@ tg_tensor *tg_detach(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_detach", x);
     return tg_view_make(x, x->shape, x->strides, x->ndim, x->offset);
 }
 
@@ -850,6 +858,10 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         opts = &defaults;
     if (!root)
         return -1;
+    tg_check_alive("tg_backward", root);
+    tg_check_alive("tg_backward", opts->grad);
+    for (int i = 0; opts->inputs && i < opts->ninputs; i++)
+        tg_check_alive("tg_backward", opts->inputs[i]);
     if (opts->ninputs < 0 || (opts->ninputs > 0 && !opts->inputs)) {
         tg_error("tg_backward",
                  "tg_backward_options has inputs %s and ninputs %d\n"
@@ -989,6 +1001,7 @@ tg_tensor *tg_sum_to_shape(const tg_tensor *g, const int64_t *shape,
 {
     if (!g)
         return NULL;
+    tg_check_alive("tg_sum_to_shape", g);
     int lead = g->ndim - ndim;
     int dims[TG_MAX_DIMS], ndims = 0;
     for (int d = 0; d < g->ndim; d++)

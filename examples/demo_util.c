@@ -261,8 +261,7 @@ int demo_exit_status(int rc)
         fprintf(stderr, "stopped after an error (above)\n");
     /* everything made was released */
     if (tg_live_tensors() != 0) {
-        fprintf(stderr, "%lld tensors are still alive at exit\n",
-                (long long)tg_live_tensors());
+        tg_print_live_tensors(stderr); // each one, with what made it
         rc = 1;
     }
     return rc;

@@ -46,6 +46,7 @@
  */
 #include "nn.h"
 
+#include "../tensor/debug.h"
 #include "../tensor/internal.h"
 
 #include <math.h>
@@ -494,6 +495,8 @@ double tg_accuracy(const tg_tensor *logits, const tg_tensor *labels)
     const char *fn = "tg_accuracy";
     if (!logits || !labels)
         return NAN;
+    tg_check_alive("tg_accuracy", logits);
+    tg_check_alive("tg_accuracy", labels);
     char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
     if (logits->ndim != 2) {
         tg_error(fn,

@@ -7,6 +7,7 @@
 #include "nn.h"
 #include "internal.h"
 
+#include "../tensor/debug.h"
 #include "../tensor/internal.h"
 
 #include <math.h>
@@ -173,6 +174,7 @@ int tg_module_add_parameter(tg_module *m, const char *name, tg_tensor *t)
 {
     if (!m || !t)
         return -1;
+    tg_check_alive("tg_module_add_parameter", t);
     if (!tg_dtype_is_float(t->dtype)) {
         tg_error("tg_module_add_parameter",
                  "parameter \"%s\" is %s\n"
@@ -208,6 +210,7 @@ int tg_module_add_buffer(tg_module *m, const char *name, tg_tensor *t)
 {
     if (!m || !t)
         return -1;
+    tg_check_alive("tg_module_add_buffer", t);
     if (t->requires_grad) {
         tg_error("tg_module_add_buffer",
                  "buffer \"%s\" requires grad\n"
@@ -284,6 +287,7 @@ tg_tensor *tg_module_forward(tg_module *m, const tg_tensor *x)
 {
     if (!m || !x)
         return NULL;
+    tg_check_alive("tg_module_forward", x);
     return m->type->forward(m, x);
 }
 

@@ -352,6 +352,7 @@ int tg_optimizer_add_parameter(tg_optimizer *opt, tg_tensor *p)
 {
     if (!opt || !p)
         return -1;
+    tg_check_alive("tg_optimizer_add_parameter", p);
     return add_parameter("tg_optimizer_add_parameter", opt, p, "");
 }
 

@@ -55,7 +55,7 @@ PUBLIC_HEADERS = ["tapegrad.h", "tensor/tensor.h", "autograd/autograd.h",
 OPTIONAL_PUBLIC_HEADERS = ["dist/dist.h"]
 INTERNAL_HEADERS = ["tensor/internal.h", "autograd/internal.h",
                     "nn/internal.h", "autograd/tape.h",
-                    "dist/internal.h"]
+                    "dist/internal.h", "tensor/debug.h"]
 
 # Names the docs may mention that no header declares, each with its reason.
 ALLOWED = {

@@ -9,6 +9,7 @@
  * becomes one long run. The loop function then sees one run at a time with
  * per-operand element strides; the outer dims are walked with a counter.
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <string.h>
@@ -118,6 +119,7 @@ tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
 {
     if (!x)
         return NULL;
+    tg_check_alive(fn, x);
     tg_dtype ct = compute_type(k, x->dtype);
     tg_loop_fn loop = loop_for(k, ct);
     if (!loop) {
@@ -142,6 +144,8 @@ tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
         tg_iter_run(&it, loop, ctx);
     }
     tg_release(in);
+    if (out)
+        out->made_by = fn;
     return out;
 }
 
@@ -150,6 +154,8 @@ tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
 {
     if (!a || !b)
         return NULL;
+    tg_check_alive(fn, a);
+    tg_check_alive(fn, b);
     int64_t shape[TG_MAX_DIMS];
     int ndim;
     if (tg_broadcast_shape(fn, a->shape, a->ndim, b->shape, b->ndim, shape,
@@ -186,6 +192,8 @@ tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
     }
     tg_release(ia);
     tg_release(ib);
+    if (out)
+        out->made_by = fn;
     return out;
 }
 

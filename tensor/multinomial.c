@@ -21,6 +21,7 @@
  * is whatever its unstable std::nth_element leaves. Every other result is
  * the same, index for index.
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <math.h>
@@ -226,6 +227,7 @@ static bool check_arguments(const tg_tensor *probs, int64_t num_samples,
                             bool replacement)
 {
     const char *fn = "tg_multinomial";
+    tg_check_alive(fn, probs);
     char s[TG_SHAPE_STR_MAX];
     if (probs->ndim != 1 && probs->ndim != 2) {
         tg_error(fn,

@@ -22,6 +22,7 @@
  * or object dtypes, no memory mapping, no Fortran-order arrays.
  */
 #define _XOPEN_SOURCE 700 // realpath
+#include "debug.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -250,6 +251,7 @@ int tg_save_npy(const char *path, const tg_tensor *x)
     static const char *fn = "tg_save_npy";
     if (!x)
         return -1;
+    tg_check_alive("tg_save_npy", x);
     if (!path) {
         tg_error(fn, "path is NULL\n"
                      "  rule: pass the name of the file to write");

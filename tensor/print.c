@@ -15,6 +15,7 @@
  * Not here: complex, sparse, quantized, named or non-CPU tensors (tapegrad
  * has none).
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <math.h>
@@ -422,6 +423,7 @@ char *tg_format(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_format", x);
     const tg_print_options o = print_opts;
     static const char prefix[] = "tensor(";
     const int64_t indent = (int64_t)sizeof prefix - 1;
@@ -481,6 +483,7 @@ int tg_fprint(FILE *f, const tg_tensor *x)
 {
     if (!x)
         return -1;
+    tg_check_alive("tg_fprint", x);
     if (!f) {
         tg_error("tg_fprint", "the FILE is NULL\n"
                               "  rule: pass an open stream such as stdout");

@@ -5,6 +5,7 @@
  * Views and differentiable operations are elsewhere (autograd/ops/); this
  * file only makes tensors, shares storage and moves elements.
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <float.h>
@@ -103,10 +104,17 @@ static void storage_release(tg_storage *s)
     COUNT_ADD(live_storages, -1);
 }
 
+/* Creation numbers, per thread: a single-threaded program numbers its
+ * tensors 1, 2, 3, ... the same way on every run. */
+static _Thread_local uint64_t tensors_made;
+
+/* debug: the record of a tracked header (tg_debug_header_new), else NULL. */
 static void tensor_init(tg_tensor *t, tg_dtype dtype, const int64_t *shape,
-                        int ndim)
+                        int ndim, struct tg_tensor_debug *debug)
 {
     memset(t, 0, sizeof *t);
+    t->serial = ++tensors_made;
+    t->debug = debug;
     t->dtype = dtype;
     t->ndim = ndim;
     /* A zero size anywhere makes numel 0 before any large product can
@@ -127,9 +135,15 @@ static void tensor_init(tg_tensor *t, tg_dtype dtype, const int64_t *shape,
 static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
                                int ndim)
 {
+    if (tg_debug_tracking()) {
+        tg_tensor *t = tg_debug_header_new();
+        if (t)
+            tensor_init(t, dtype, shape, ndim, t->debug);
+        return t;
+    }
     tg_tensor *t = tg_malloc(sizeof *t);
     if (t)
-        tensor_init(t, dtype, shape, ndim);
+        tensor_init(t, dtype, shape, ndim, NULL);
     return t;
 }
 
@@ -142,6 +156,13 @@ tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
         numel = shape[d] == 0 ? 0 : numel * (size_t)shape[d];
     size_t nbytes = numel * tg_dtype_size(dtype);
     char *block = tg_block_alloc(block_size(nbytes));
+    /* A tracked tensor's header is apart from the block, so that it can
+     * outlive it (debug.c); its room in the block stays unused. */
+    tg_tensor *head = NULL;
+    if (block && tg_debug_tracking() && !(head = tg_debug_header_new())) {
+        tg_block_free(block, block_size(nbytes));
+        block = NULL;
+    }
     if (!block) {
         char s[TG_SHAPE_STR_MAX];
         tg_error("tg_alloc",
@@ -155,8 +176,8 @@ tg_tensor *tg_alloc(const int64_t *shape, int ndim, tg_dtype dtype)
     *st = (tg_storage){.data = (void *)data, .nbytes = nbytes, .refcount = 1};
     COUNT_ADD(live_storages, 1);
     bytes_add((int64_t)nbytes);
-    tg_tensor *t = (tg_tensor *)(block + STORAGE_HEAD);
-    tensor_init(t, dtype, shape, ndim);
+    tg_tensor *t = head ? head : (tg_tensor *)(block + STORAGE_HEAD);
+    tensor_init(t, dtype, shape, ndim, head ? head->debug : NULL);
     t->storage = st;
     tg_contiguous_strides(shape, ndim, t->strides);
     return t;
@@ -211,6 +232,7 @@ int tg_expanded_dim(const tg_tensor *x)
 
 bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     /* A tensor with no elements has nothing to write twice. */
     int d = x->numel > 0 ? tg_expanded_dim(x) : -1;
     if (d >= 0) {
@@ -231,6 +253,7 @@ bool tg_write_all_allowed(const char *fn, const tg_tensor *x)
 
 bool tg_write_allowed(const char *fn, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     const tg_autograd_hooks *h = tg_get_autograd_hooks();
     if (!x->requires_grad || !h || !h->grad_enabled())
         return true;
@@ -257,14 +280,25 @@ bool tg_write_allowed(const char *fn, const tg_tensor *x)
 
 tg_tensor *tg_retain(tg_tensor *t)
 {
-    if (t)
+    if (t) {
+        tg_check_alive("tg_retain", t);
         t->refcount++;
+    }
     return t;
 }
 
-void tg_release(tg_tensor *t)
+void (tg_release)(tg_tensor *t)
 {
-    if (!t || --t->refcount > 0)
+    tg_release_at(t, NULL, 0, NULL);
+}
+
+void tg_release_at(tg_tensor *t, const char *file, int line,
+                   const char *func)
+{
+    if (!t)
+        return;
+    tg_check_alive("tg_release", t); // released already: a double release
+    if (--t->refcount > 0)
         return;
     if (t->grad_fn && !tg_get_autograd_hooks()->tensor_freed(t)) {
         t->refcount = 1; // refused (the hook said why): the caller keeps it
@@ -272,6 +306,11 @@ void tg_release(tg_tensor *t)
     }
     tg_release(t->grad);
     COUNT_ADD(live_tensors, -1);
+    if (t->debug) {
+        storage_release(t->storage);
+        tg_debug_header_free(t, file, line, func);
+        return;
+    }
     if (tensor_in_block(t)) {
         storage_release(t->storage); // frees t too when it was the last
         return;
@@ -325,7 +364,10 @@ static tg_tensor *checked_alloc(const char *fn, const int64_t *shape,
 {
     if (!dtype_ok(fn, dtype) || tg_shape_check(fn, shape, ndim) < 0)
         return NULL;
-    return tg_alloc(shape, ndim, dtype);
+    tg_tensor *t = tg_alloc(shape, ndim, dtype);
+    if (t)
+        t->made_by = fn;
+    return t;
 }
 
 /* Writes value into every element of a contiguous tensor. */
@@ -490,21 +532,28 @@ tg_tensor *tg_eye(int64_t n, int64_t m, tg_dtype dtype)
 
 tg_tensor *tg_empty_like(const tg_tensor *x)
 {
-    return x ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
+    tg_check_alive("tg_empty_like", x);
+    tg_tensor *t = x ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
+    if (t)
+        t->made_by = "tg_empty_like";
+    return t;
 }
 
 tg_tensor *tg_zeros_like(const tg_tensor *x)
 {
+    tg_check_alive("tg_zeros_like", x);
     return x ? tg_zeros(x->shape, x->ndim, x->dtype) : NULL;
 }
 
 tg_tensor *tg_ones_like(const tg_tensor *x)
 {
+    tg_check_alive("tg_ones_like", x);
     return x ? tg_ones(x->shape, x->ndim, x->dtype) : NULL;
 }
 
 tg_tensor *tg_full_like(const tg_tensor *x, double value)
 {
+    tg_check_alive("tg_full_like", x);
     if (!x || !value_fits("tg_full_like", value, x->dtype))
         return NULL;
     return tg_full(x->shape, x->ndim, value, x->dtype);
@@ -514,6 +563,7 @@ tg_tensor *tg_full_like(const tg_tensor *x, double value)
 
 bool tg_is_contiguous(const tg_tensor *x)
 {
+    tg_check_alive("tg_is_contiguous", x);
     if (!x)
         return false;
     if (x->numel == 0) // nothing to lay out: any strides will do (PyTorch)
@@ -531,6 +581,7 @@ bool tg_is_contiguous(const tg_tensor *x)
 
 int64_t tg_size(const tg_tensor *x, int dim)
 {
+    tg_check_alive("tg_size", x);
     if (!x)
         return -1;
     int d = tg_dim_normalize("tg_size", dim, x->ndim);
@@ -578,6 +629,7 @@ double tg_read_flat(const tg_tensor *x, int64_t i)
 
 double tg_item(const tg_tensor *x)
 {
+    tg_check_alive("tg_item", x);
     if (!x)
         return NAN;
     if (x->numel != 1) {
@@ -631,6 +683,7 @@ static int64_t index_offset(const char *fn, const tg_tensor *x,
 
 int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
 {
+    tg_check_alive("tg_get", x);
     if (!x)
         return -1;
     if (!out) {
@@ -648,6 +701,7 @@ int tg_get(const tg_tensor *x, const int64_t *index, int nindex, double *out)
 
 int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value)
 {
+    tg_check_alive("tg_set", x);
     if (!x || !tg_write_allowed("tg_set", x) ||
         !value_fits("tg_set", value, x->dtype))
         return -1;
@@ -661,6 +715,7 @@ int tg_set(tg_tensor *x, const int64_t *index, int nindex, double value)
 
 static void *typed_data(const char *fn, const tg_tensor *x, tg_dtype want)
 {
+    tg_check_alive(fn, x);
     if (!x)
         return NULL;
     if (x->dtype != want) {
@@ -694,6 +749,7 @@ int64_t *tg_data_i64(const tg_tensor *x)
 
 int tg_to_f64_array(const tg_tensor *x, double *out)
 {
+    tg_check_alive("tg_to_f64_array", x);
     if (!x)
         return -1;
     if (!out) {
@@ -752,6 +808,7 @@ void tg_copy_unchecked(tg_tensor *dst, const tg_tensor *src)
 
 int tg_fill_(tg_tensor *x, double value)
 {
+    tg_check_alive("tg_fill_", x);
     if (!x || !tg_write_all_allowed("tg_fill_", x) ||
         !value_fits("tg_fill_", value, x->dtype))
         return -1;
@@ -811,6 +868,8 @@ static bool overlaps(const tg_tensor *dst, const tg_tensor *src)
 
 int tg_copy_(tg_tensor *dst, const tg_tensor *src)
 {
+    tg_check_alive("tg_copy_", dst);
+    tg_check_alive("tg_copy_", src);
     if (!dst || !src || !tg_write_all_allowed("tg_copy_", dst))
         return -1;
     int64_t shape[TG_MAX_DIMS];

@@ -73,6 +73,11 @@ typedef struct tg_tensor {
     bool retains_grad;
     struct tg_tensor *grad;        // same shape, owned
     struct tg_node *grad_fn;       // borrowed from the tape; NULL for leaves
+    /* Where the tensor came from, for the leak report and the debug mode
+     * (tg_print_live_tensors, TG_DEBUG): */
+    uint64_t serial;               // creation number, counted per thread
+    const char *made_by;           // the function that made it, or NULL
+    struct tg_tensor_debug *debug; // debug mode's record; NULL when off
 } tg_tensor;
 
 /* ------------------------------------------------------------------ errors */
@@ -126,6 +131,15 @@ tg_tensor *tg_retain(tg_tensor *t); // returns t; NULL-safe
  * the caller's (earlier references are not checked: do not share tensors
  * between threads). */
 void tg_release(tg_tensor *t);      // NULL is a no-op
+/* tg_release, told where it is called from: in the debug mode (TG_DEBUG)
+ * a released tensor remembers func, file and line, and a later use of it
+ * names them. The macro below makes every tg_release(t) call this one;
+ * (tg_release)(t) calls the function itself. Takes ownership of the
+ * caller's reference to t, as tg_release; file and func are borrowed (and
+ * must be static strings, as __FILE__ and __func__ are). */
+void tg_release_at(tg_tensor *t, const char *file, int line,
+                   const char *func);
+#define tg_release(t) tg_release_at((t), __FILE__, __LINE__, __func__)
 /* Tensors and storages alive in the process: 0 once a program has released
  * everything it made. */
 int64_t tg_live_tensors(void);      // tensors alive in the process
@@ -175,6 +189,37 @@ typedef enum tg_io_step {
 typedef int (*tg_io_hook)(tg_io_step step, const char *path, size_t *nbytes,
                           void *ctx);
 void tg_set_io_hook(tg_io_hook hook, void *ctx);
+
+/* ------------------------------------------------ memory mistakes shown */
+
+/* The debug mode: TG_DEBUG=1 in the environment (read at the first tensor
+ * made), or tg_set_debug(true). While it is on, every tensor made records
+ * its creation number and the function that made it, and a released
+ * tensor's header is poisoned and kept aside (not reused, not freed until
+ * many more have been released, or the program ends). Releasing a tensor
+ * twice, or passing a released tensor to a function of the library, is
+ * then reported as an error that names the tensor (shape, dtype, the
+ * function that made it, its creation number) and where it was released;
+ * the error handler is called with it and the process then aborts (a
+ * handler that never returns, such as one that longjmps, keeps it alive).
+ * Tensors made before the mode was turned on are not tracked. Off (the
+ * default) it costs nothing measurable (docs/tensor.md). Returns
+ * nothing; tg_debug_enabled says whether it is on. */
+#define TG_DEBUG "TG_DEBUG"
+void tg_set_debug(bool on);
+bool tg_debug_enabled(void);
+/* TG_LEAK_CHECK=1 in the environment (read at the first tensor made)
+ * records every tensor as the debug mode does, without keeping released
+ * ones, and at exit prints tg_print_live_tensors to stderr and ends the
+ * process with status 1 when any tensor is still alive. */
+#define TG_LEAK_CHECK "TG_LEAK_CHECK"
+/* Writes the tensors alive now to f, oldest first: "1 tensor is still
+ * alive: (32, 27) float32 made by tg_matmul (#412)", or a count and one
+ * line per tensor (the first 20, then "... and N more"), or "no tensor is
+ * alive". Only tensors made while TG_DEBUG or TG_LEAK_CHECK was on can be
+ * listed; the others are counted. Returns 0, or -1 with an error when f is
+ * NULL. f borrowed. */
+int tg_print_live_tensors(FILE *f);
 
 /* ---------------------------------------------------------------- create */
 

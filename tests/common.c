@@ -1,6 +1,10 @@
 /*
  * tests/common.c - setup, teardown and comparison helpers for the tests.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L // open_memstream
+#endif
+
 #include "common.h"
 
 #include <math.h>
@@ -19,17 +23,31 @@ void tg_test_setup(void)
 
 bool tg_test_no_live_tensors(char *report, size_t report_size)
 {
-    int64_t live = tg_live_tensors();
+    if (tg_live_tensors() == 0) {
+        snprintf(report, report_size, "no tensor is alive");
+        return true;
+    }
+    /* tg_print_live_tensors' lines: "1 tensor is still alive: (32, 27)
+     * float32 made by tg_matmul (#412)", or a count and a list. */
+    char *list = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&list, &size);
+    if (f) {
+        tg_print_live_tensors(f);
+        fclose(f);
+    }
+    if (list && size && list[size - 1] == '\n')
+        list[size - 1] = '\0';
     snprintf(report, report_size,
-             "%lld tensors are still alive at the end of the test (a "
-             "missing tg_release?)",
-             (long long)live);
-    return live == 0;
+             "%s\n(at the end of the test: a missing tg_release?)",
+             list ? list : "tensors are still alive");
+    free(list);
+    return false;
 }
 
 void tg_test_teardown(void)
 {
-    char report[256];
+    char report[4096];
     cr_assert(tg_test_no_live_tensors(report, sizeof report), "%s", report);
     cr_assert_eq(tg_tape_size(), 0,
                  "%lld nodes are still on the tape at the end of the test",

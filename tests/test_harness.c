@@ -74,15 +74,40 @@ TG_TEST(harness, close_compares_int64_exactly)
     tg_release(b);
 }
 
-/* The teardown's check must catch a leaked tensor. */
+/* The teardown's check must catch a leaked tensor, and name it: each
+ * test runs in a process of its own, so the tensor made first is #1. */
 TG_TEST(harness, leak_check_catches_a_live_tensor)
 {
-    char report[256];
+    char report[4096];
     cr_assert(tg_test_no_live_tensors(report, sizeof report));
+    tg_set_debug(true);
+    tg_tensor *leaked = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    cr_assert_not(tg_test_no_live_tensors(report, sizeof report));
+    cr_assert(strstr(report, "1 tensor is still alive: (2, 3) float32 made "
+                             "by tg_zeros (#1)\n") == report,
+              "%s", report);
+    tg_tensor *second = tg_ones(TG_SHAPE(4), TG_FLOAT64);
+    cr_assert_not(tg_test_no_live_tensors(report, sizeof report));
+    cr_assert(strstr(report, "2 tensors are still alive:\n"
+                             "  (2, 3) float32 made by tg_zeros (#1)\n"
+                             "  (4,) float64 made by tg_ones (#2)\n") ==
+                  report,
+              "%s", report);
+    tg_release(second);
+    tg_release(leaked);
+    tg_set_debug(false);
+}
+
+/* Without the debug mode the check still counts, and says how to list. */
+TG_TEST(harness, leak_check_counts_untracked_tensors)
+{
+    char report[4096];
     tg_tensor *leaked = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
     cr_assert_not(tg_test_no_live_tensors(report, sizeof report));
-    cr_assert(strstr(report, "1 tensors are still alive") != NULL, "%s",
-              report);
+    if (!tg_debug_enabled()) // TG_DEBUG=1 in the environment lists it
+        cr_assert(strstr(report, "1 tensor is still alive\n") == report &&
+                      strstr(report, "set TG_LEAK_CHECK=1 to list it"),
+                  "%s", report);
     tg_release(leaked);
 }
 

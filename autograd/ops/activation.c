@@ -266,6 +266,7 @@ tg_tensor *tg_gelu(const tg_tensor *x, tg_gelu_approx approx)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_gelu", x);
     if (approx != TG_GELU_EXACT && approx != TG_GELU_TANH) {
         tg_error("tg_gelu",
                  "unknown approximation %d\n"
@@ -349,6 +350,7 @@ tg_tensor *tg_silu(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_silu", x);
     if (!tg_dtype_is_float(x->dtype)) {
         tg_error("tg_silu",
                  "cannot take silu of an %s tensor\n"

@@ -293,6 +293,8 @@ tg_tensor *tg_pow(const tg_tensor *a, const tg_tensor *b)
 {
     if (!a || !b)
         return NULL;
+    tg_check_alive("tg_pow", a);
+    tg_check_alive("tg_pow", b);
     /* Shapes first, so a shape mistake is reported as one. */
     int64_t shape[TG_MAX_DIMS];
     int ndim;

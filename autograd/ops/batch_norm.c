@@ -103,6 +103,11 @@ static int batch_norm_check(const char *fn, const tg_tensor *x,
 {
     if (!x)
         return -1;
+    tg_check_alive(fn, x);
+    tg_check_alive(fn, running_mean);
+    tg_check_alive(fn, running_var);
+    tg_check_alive(fn, weight);
+    tg_check_alive(fn, bias);
     char sx[TG_SHAPE_STR_MAX];
     if (!tg_dtype_is_float(x->dtype)) {
         tg_error(fn,

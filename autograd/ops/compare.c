@@ -133,6 +133,9 @@ tg_tensor *tg_where(const tg_tensor *cond, const tg_tensor *a,
 {
     if (!cond || !a || !b)
         return NULL;
+    tg_check_alive("tg_where", cond);
+    tg_check_alive("tg_where", a);
+    tg_check_alive("tg_where", b);
     int64_t shape[TG_MAX_DIMS];
     int ndim;
     if (broadcast3(cond, a, b, shape, &ndim) < 0)
@@ -263,6 +266,7 @@ tg_tensor *tg_clamp(const tg_tensor *x, double lo, double hi)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_clamp", x);
     if (isnan(lo) || isnan(hi)) {
         tg_error("tg_clamp",
                  "cannot clamp to [%g, %g]\n"

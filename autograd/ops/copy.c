@@ -36,6 +36,7 @@ tg_tensor *tg_contiguous(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_contiguous", x);
     tg_tensor *out = tg_contiguous_as(x, x->dtype);
     if (out != x) // a real copy; x itself keeps its own history
         tg_record(&clone_op, &out, TG_INPUTS(x));
@@ -48,6 +49,7 @@ tg_tensor *tg_clone(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_clone", x);
     tg_tensor *out = tg_alloc(x->shape, x->ndim, x->dtype);
     if (out && tg_copy_(out, x) < 0) {
         tg_release(out);
@@ -66,6 +68,7 @@ tg_tensor *tg_to_dtype(const tg_tensor *x, tg_dtype dtype)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_to_dtype", x);
     if (dtype != TG_FLOAT32 && dtype != TG_FLOAT64 && dtype != TG_INT64) {
         tg_error("tg_to_dtype",
                  "unknown dtype %d\n"

@@ -50,6 +50,7 @@ static double width_in(tg_dtype dtype, double a, double b)
  * error. */
 static int histogram_check(const char *fn, const tg_tensor *x, int64_t bins)
 {
+    tg_check_alive(fn, x);
     if (!tg_dtype_is_float(x->dtype)) {
         tg_error(fn,
                  "cannot bin an %s tensor\n"

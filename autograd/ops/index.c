@@ -233,6 +233,8 @@ tg_tensor *tg_index_select(const tg_tensor *x, int dim, const tg_tensor *idx)
     const char *fn = "tg_index_select";
     if (!x || !idx)
         return NULL;
+    tg_check_alive("tg_index_select", x);
+    tg_check_alive("tg_index_select", idx);
     if (index_dims_check(fn, x) < 0 || index_dtype_check(fn, idx) < 0)
         return NULL;
     int d = tg_dim_normalize(fn, dim, x->ndim);
@@ -272,6 +274,8 @@ tg_tensor *tg_index(const tg_tensor *x, const tg_tensor *idx)
     const char *fn = "tg_index";
     if (!x || !idx)
         return NULL;
+    tg_check_alive("tg_index", x);
+    tg_check_alive("tg_index", idx);
     if (index_dims_check(fn, x) < 0 || index_dtype_check(fn, idx) < 0)
         return NULL;
     int64_t shape[2 * TG_MAX_DIMS];
@@ -416,6 +420,8 @@ tg_tensor *tg_gather(const tg_tensor *x, int dim, const tg_tensor *idx)
     const char *fn = "tg_gather";
     if (!x || !idx)
         return NULL;
+    tg_check_alive("tg_gather", x);
+    tg_check_alive("tg_gather", idx);
     if (index_dtype_check(fn, idx) < 0)
         return NULL;
     int d = tg_dim_normalize(fn, dim, x->ndim);
@@ -460,6 +466,7 @@ tg_tensor *tg_one_hot(const tg_tensor *idx, int64_t num_classes)
     const char *fn = "tg_one_hot";
     if (!idx)
         return NULL;
+    tg_check_alive("tg_one_hot", idx);
     if (index_dtype_check(fn, idx) < 0)
         return NULL;
     if (num_classes < -1) {

@@ -72,6 +72,8 @@ static int list_check(const char *fn, const tg_tensor *const *tensors, int n)
     for (int i = 0; i < n; i++)
         if (!tensors[i])
             return 0;
+    for (int i = 0; i < n; i++)
+        tg_check_alive(fn, tensors[i]);
     return 1;
 }
 
@@ -387,6 +389,7 @@ static int split_dim(const char *fn, const tg_tensor *x, int dim)
 {
     if (!x)
         return -1;
+    tg_check_alive(fn, x);
     if (x->ndim == 0) {
         tg_error(fn,
                  "cannot split a 0-d tensor\n"

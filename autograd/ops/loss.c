@@ -265,6 +265,8 @@ static tg_tensor *pointwise_forward(const pointwise_loss *loss,
 {
     if (!x || !t)
         return NULL;
+    tg_check_alive(loss->fn, x);
+    tg_check_alive(loss->fn, t);
     if (pair_check(loss->fn, loss->name, loss->input, x, loss->target, t,
                    reduction) < 0)
         return NULL;
@@ -515,6 +517,8 @@ tg_tensor *tg_nll_loss(const tg_tensor *logp, const tg_tensor *labels,
 {
     if (!logp || !labels)
         return NULL;
+    tg_check_alive("tg_nll_loss", logp);
+    tg_check_alive("tg_nll_loss", labels);
     int64_t N, C;
     if (class_check("tg_nll_loss", "nll_loss", "logp", logp, labels,
                     reduction, &N, &C) < 0)
@@ -535,6 +539,8 @@ tg_tensor *tg_cross_entropy(const tg_tensor *logits, const tg_tensor *labels,
 {
     if (!logits || !labels)
         return NULL;
+    tg_check_alive("tg_cross_entropy", logits);
+    tg_check_alive("tg_cross_entropy", labels);
     int64_t N, C;
     if (class_check("tg_cross_entropy", "cross_entropy", "logits", logits,
                     labels, reduction, &N, &C) < 0)

@@ -481,7 +481,12 @@ static tg_tensor *matmul(const tg_tensor *a, const tg_tensor *b, bool naive)
 /* out = a @ b, with the shapes listed at the top of this file */
 tg_tensor *tg_matmul(const tg_tensor *a, const tg_tensor *b)
 {
-    return matmul(a, b, tg_use_reference_kernels());
+    tg_check_alive("tg_matmul", a);
+    tg_check_alive("tg_matmul", b);
+    tg_tensor *out = matmul(a, b, tg_use_reference_kernels());
+    if (out)
+        out->made_by = "tg_matmul";
+    return out;
 }
 
 tg_tensor *tg_matmul_reference(const tg_tensor *a, const tg_tensor *b)

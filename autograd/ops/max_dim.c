@@ -127,6 +127,7 @@ static tg_tensor *extreme_dim(const char *fn, const tg_op *op,
         *indices = NULL;
     if (!x)
         return NULL;
+    tg_check_alive(fn, x);
     int d = tg_dim_normalize(fn, dim, x->ndim);
     if (d < 0)
         return NULL;

@@ -60,6 +60,7 @@ static char *dims_format(const int *dims, int ndims, char buf[TG_SHAPE_STR_MAX])
 static int plan_make(const char *fn, const tg_tensor *x, const int *dims,
                      int ndims, bool keepdim, reduce_plan *p)
 {
+    tg_check_alive(fn, x);
     memset(p, 0, sizeof *p);
     if (ndims < 0) {
         tg_error(fn,
@@ -433,6 +434,8 @@ static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
             tg_store_contiguous(out, r, op->f64(m + r * p.n, p.n, correction));
     }
     tg_release(rows);
+    if (out)
+        out->made_by = op->fn;
     tg_node *n = grad ? tg_record(grad, &out, TG_INPUTS(x)) : NULL;
     if (n) {
         reduce_ctx *c = tg_node_ctx(n);

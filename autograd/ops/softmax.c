@@ -100,6 +100,7 @@ static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
 {
     if (!x)
         return NULL;
+    tg_check_alive(fn, x);
     if (x->dtype == TG_INT64) {
         tg_error(fn,
                  "cannot take the %s of an int64 tensor\n"
@@ -130,6 +131,8 @@ static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
             }
     }
     tg_release(xd);
+    if (out)
+        out->made_by = fn;
     tg_node *node = tg_record(log_form ? &log_softmax_op : &softmax_op, &out,
                               TG_INPUTS(x));
     if (node) {

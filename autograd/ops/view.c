@@ -246,6 +246,7 @@ tg_tensor *tg_reshape(const tg_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_reshape", x);
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
     /* infer_shape matches the element counts; tg_shape_check also bounds
      * the other sizes of an empty result, whose strides must not
@@ -277,6 +278,7 @@ tg_tensor *tg_view(const tg_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_view", x);
     int64_t newshape[TG_MAX_DIMS], newstrides[TG_MAX_DIMS];
     if (!tg_shape_arg_ok("tg_view", shape, ndim) ||
         !infer_shape("tg_view", x, shape, ndim, newshape) ||
@@ -335,6 +337,7 @@ tg_tensor *tg_permute(const tg_tensor *x, const int *dims, int ndims)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_permute", x);
     char s1[TG_SHAPE_STR_MAX], s2[TG_SHAPE_STR_MAX];
     if (ndims > 0 && !dims) {
         tg_error("tg_permute",
@@ -408,6 +411,7 @@ tg_tensor *tg_transpose(const tg_tensor *x, int dim0, int dim1)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_transpose", x);
     int a = tg_dim_normalize("tg_transpose", dim0, x->ndim);
     int b = a < 0 ? -1 : tg_dim_normalize("tg_transpose", dim1, x->ndim);
     if (b < 0)
@@ -466,6 +470,7 @@ tg_tensor *tg_squeeze(const tg_tensor *x, int dim)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_squeeze", x);
     int d = tg_dim_normalize("tg_squeeze", dim, x->ndim);
     if (d < 0)
         return NULL;
@@ -481,6 +486,7 @@ tg_tensor *tg_squeeze_all(const tg_tensor *x)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_squeeze_all", x);
     int64_t shape[TG_MAX_DIMS], strides[TG_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < x->ndim; i++) {
@@ -508,6 +514,7 @@ tg_tensor *tg_unsqueeze(const tg_tensor *x, int dim)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_unsqueeze", x);
     char s[TG_SHAPE_STR_MAX];
     int n = x->ndim + 1; // dims of the result
     if (dim < -n || dim >= n) {
@@ -650,6 +657,7 @@ tg_tensor *tg_expand(const tg_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_expand", x);
     return expand_impl("tg_expand", x, shape, ndim, true);
 }
 
@@ -659,6 +667,7 @@ tg_tensor *tg_broadcast_to(const tg_tensor *x, const int64_t *shape,
 {
     if (!x)
         return NULL;
+    tg_check_alive("tg_broadcast_to", x);
     return expand_impl("tg_broadcast_to", x, shape, ndim, false);
 }
 
@@ -727,6 +736,7 @@ static tg_tensor *record_region(const tg_op *op, tg_tensor *out,
 /* Checks that x has dims to index into; op names the operation. */
 static bool has_dims(const char *fn, const char *op, const tg_tensor *x)
 {
+    tg_check_alive(fn, x);
     if (x->ndim > 0)
         return true;
     tg_error(fn,

@@ -121,8 +121,7 @@ done_data:
     tg_dataset_free(&tr), tg_dataset_free(&dev), tg_dataset_free(&te);
     tg_words_free(words);
     if (tg_live_tensors() != 0) {
-        fprintf(stderr, "%lld tensors still alive\n",
-                (long long)tg_live_tensors());
+        tg_print_live_tensors(stderr); // each one, with what made it
         return 1;
     }
     return rc;

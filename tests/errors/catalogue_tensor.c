@@ -17,6 +17,7 @@
 #include "catalogue.h"
 
 #include <errno.h>
+#include <setjmp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -110,8 +111,84 @@ NEVER_FAILS(tg_dtype_is_float, "returns false for a value that is not a "
 
 /* ---- lifetime, counters ---- */
 
-NEVER_FAILS(tg_retain, "tg_retain(NULL) returns NULL");
-NEVER_FAILS(tg_release, "tg_release(NULL) does nothing");
+/* A double release or a use after release ends the process once the
+ * handler has the message (tensor.h); these rows catch it with a handler
+ * that jumps back, so the test can read the message and go on. The debug
+ * mode is on, so the released header is kept and says where it was
+ * released; each test is a process of its own, so the first tensor it
+ * makes is #1. */
+static jmp_buf released_jump;
+
+static void jump_back(const char *message)
+{
+    (void)message;
+    longjmp(released_jump, 1);
+}
+
+#define CATCH_RELEASED(caught, call)                                        \
+    do {                                                                    \
+        if (setjmp(released_jump) == 0) {                                   \
+            tg_set_error_handler(jump_back);                                \
+            call;                                                           \
+        } else {                                                            \
+            caught = true;                                                  \
+        }                                                                   \
+        tg_set_error_handler(tg_error_handler_quiet);                       \
+    } while (0)
+
+ERROR_CASE(tg_retain, released, "the tensor was released already")
+{
+    tg_set_debug(true);
+    tg_tensor *x = tg_ones(TG_SHAPE(2, 3), TG_FLOAT32);
+    tg_release(x);
+    volatile bool caught = false;
+    CATCH_RELEASED(caught, tg_retain(x));
+    tg_set_debug(false);
+    EXPECT_ERROR(caught, "tg_retain: the tensor (2, 3) float32 made by "
+                         "tg_ones (#1) was used after its last release");
+}
+
+ERROR_CASE(tg_retain, null, "t is NULL")
+{
+    EXPECT_SILENT(tg_retain(NULL) == NULL);
+}
+
+ERROR_CASE(tg_release, twice, "the tensor was released already")
+{
+    tg_set_debug(true);
+    tg_tensor *x = tg_ones(TG_SHAPE(4), TG_INT64);
+    tg_release(x);
+    volatile bool caught = false;
+    CATCH_RELEASED(caught, tg_release(x));
+    tg_set_debug(false);
+    EXPECT_ERROR(caught, "tg_release: the tensor (4,) int64 made by "
+                         "tg_ones (#1) was released again");
+}
+
+ERROR_CASE(tg_release, null, "t is NULL")
+{
+    tg_release(NULL);
+    EXPECT_SILENT(true);
+}
+
+ERROR_CASE(tg_release_at, twice, "the tensor was released already")
+{
+    tg_set_debug(true);
+    tg_tensor *x = tg_zeros(TG_SHAPE(1, 2), TG_FLOAT64);
+    tg_release_at(x, __FILE__, __LINE__, __func__);
+    volatile bool caught = false;
+    CATCH_RELEASED(caught, tg_release_at(x, __FILE__, __LINE__, __func__));
+    tg_set_debug(false);
+    EXPECT_ERROR(caught, "tg_release: the tensor (1, 2) float64 made by "
+                         "tg_zeros (#1) was released again");
+}
+
+ERROR_CASE(tg_release_at, null, "t is NULL")
+{
+    tg_release_at(NULL, __FILE__, __LINE__, __func__);
+    EXPECT_SILENT(true);
+}
+
 NEVER_FAILS(tg_live_tensors, "returns a count");
 NEVER_FAILS(tg_live_storages, "returns a count");
 NEVER_FAILS(tg_live_bytes, "returns a count");
@@ -121,6 +198,17 @@ NEVER_FAILS(tg_empty_cache, "frees what it keeps");
 NEVER_FAILS(tg_fail_allocations_after,
             "any n is a setting (n < 0 switches the hook off)");
 NEVER_FAILS(tg_set_io_hook, "installs the hook it is given (NULL: none)");
+
+/* ---- memory mistakes shown ---- */
+
+NEVER_FAILS(tg_set_debug, "any bool is a setting");
+NEVER_FAILS(tg_debug_enabled, "returns the setting");
+
+ERROR_CASE(tg_print_live_tensors, null_stream, "f is NULL")
+{
+    EXPECT_ERROR(tg_print_live_tensors(NULL) == -1,
+                 "tg_print_live_tensors: f is NULL");
+}
 
 /* ---- create ---- */
 

@@ -317,8 +317,9 @@ int demo_exit_status(int rc)
         fprintf(stderr, "stopped after an error (above)\n");
     /* everything made was released */
     if (tg_live_tensors() != 0) {
-        fprintf(stderr, "%lld tensors are still alive at exit\n",
-                (long long)tg_live_tensors());
+        fprintf(stderr, "%lld %s still alive at exit\n",
+                (long long)tg_live_tensors(),
+                tg_live_tensors() == 1 ? "tensor is" : "tensors are");
         rc = 1;
     }
     return rc;

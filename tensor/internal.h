@@ -423,4 +423,11 @@ uint32_t tg_mt_next32(tg_mt19937 *mt);
 int tg_env_choice(const char *var, const char *const *names, int n,
                   int fallback, const char *fallback_says);
 
+/* The plural ending of a count in a message: "" for 1, else "s", as in
+ * ("%d dim%s", n, tg_plural(n)): "1 dim", "0 dims", "3 dims". */
+static inline const char *tg_plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 #endif

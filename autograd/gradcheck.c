@@ -524,11 +524,12 @@ static int gradcheck(check *c)
     if (!c->f || !c->inputs || c->ninputs < 1 ||
         c->ninputs > TG_MAX_INPUTS * 4) {
         tg_error("tg_gradcheck",
-                 "no function or no inputs (f %s, %d inputs)\n"
+                 "no function or no inputs (f %s, %d input%s)\n"
                  "  rule: gradcheck needs f and 1 to %d inputs\n"
                  "  hint: tg_gradcheck(f, ctx, inputs, ninputs, NULL, "
                  "&result)",
-                 c->f ? "given" : "NULL", c->ninputs, TG_MAX_INPUTS * 4);
+                 c->f ? "given" : "NULL", c->ninputs, tg_plural(c->ninputs),
+                 TG_MAX_INPUTS * 4);
         return -1;
     }
     if (!(c->o.eps > 0) || !(c->o.atol >= 0) || !(c->o.rtol >= 0)) {

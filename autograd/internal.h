@@ -100,4 +100,9 @@ int tg_norm_dtype_check(const char *fn, const char *name, const tg_tensor *p,
 int tg_batch_norm_options_check(const char *fn,
                                 const tg_batch_norm_options *o);
 
+/* acc += g with tg_add's own loops (autograd/ops/arith.c), in place, not
+ * recorded: for a float acc and a g of acc's dtype and shape, which the
+ * caller has checked (backward's accumulation of gradients, tape.c). */
+void tg_add_into(tg_tensor *acc, const tg_tensor *g);
+
 #endif

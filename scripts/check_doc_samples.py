@@ -57,6 +57,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc_fixture import write_tree  # noqa: E402  (the self-test's trees)
+
 PUBLIC_HEADERS = ["tapegrad.h", "tensor/tensor.h", "autograd/autograd.h",
                   "autograd/ops.h", "nn/nn.h"]
 # Public headers of optional parts (dist/: built with MPI only, documented
@@ -839,19 +842,9 @@ WRONG_CASES = [
 
 
 def build_fixture(folder, changes):
-    files = dict(FIXTURE)
-    files["hello.sh"] = HELLO
-    files["PROGRAMS"] = "examples/hello.c"
-    for name, old, new in changes:
-        if old not in files[name]:
-            raise AssertionError("self-test fixture: %r not in %s"
-                                 % (old, name))
-        files[name] = files[name].replace(old, new, 1)
-    for name, text in files.items():
-        path = os.path.join(folder, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+    files = dict(FIXTURE, **{"hello.sh": HELLO,
+                             "PROGRAMS": "examples/hello.c"})
+    files = write_tree(folder, files, changes)
     script = os.path.join(folder, "hello.sh")
     os.chmod(script, 0o755)
     return {files["PROGRAMS"]: script}

@@ -2282,24 +2282,13 @@ ERROR_CASE(tg_cross_entropy, labels_not_int64, "labels are not int64")
 }
 
 ERROR_CASE(tg_cross_entropy, row_count_mismatch,
-           "labels have another length than logits has rows")
+           "labels have another length than logits has rows (here one "
+           "row: the count in the singular)")
 {
-    tg_tensor *logits = F32(4, 3), *labels = I64(3);
+    tg_tensor *logits = F32(1, 3), *labels = I64(3);
     tg_tensor *y = tg_cross_entropy(logits, labels, TG_REDUCTION_MEAN);
     EXPECT_ERROR(y == NULL,
-                 "tg_cross_entropy: logits of shape (4, 3) has 4 rows but labels of shape (3,) have 3");
-    tg_release(labels);
-    tg_release(logits);
-}
-
-ERROR_CASE(tg_cross_entropy, one_row_mismatch,
-           "logits have one row and labels another length (the count in "
-           "the singular)")
-{
-    tg_tensor *logits = F32(1, 3), *labels = I64(2);
-    tg_tensor *y = tg_cross_entropy(logits, labels, TG_REDUCTION_MEAN);
-    EXPECT_ERROR(y == NULL,
-                 "tg_cross_entropy: logits of shape (1, 3) has 1 row but labels of shape (2,) have 2");
+                 "tg_cross_entropy: logits of shape (1, 3) has 1 row but labels of shape (3,) have 3");
     tg_release(labels);
     tg_release(logits);
 }

@@ -27,14 +27,6 @@ static const ex_norm_exercise exercise = {
     ex_batch_norm_backward, "ex_batch_norm_backward", EX_STATEMENT,
     SHAPE_HINT};
 
-static ex_norm_grads student_backward(const tg_tensor *dy, const tg_tensor *x,
-                                      const tg_tensor *w,
-                                      const tg_tensor *mean,
-                                      const tg_tensor *rstd)
-{
-    return ex_norm_backward(&exercise, dy, x, w, mean, rstd);
-}
-
 /* The diagnosis of the most common mistake, given before any number. */
 #define LECTURE_MESSAGE                                                     \
     "dx has the factor N/(N-1) of makemore part 4's formula. The "          \
@@ -96,7 +88,7 @@ TG_TEST(ex07, matches_numpy)
     tg_tensor *dy = tg_test_load_ref("ex07_dy");
     tg_tensor *mean = tg_test_load_ref("ex07_mean");
     tg_tensor *rstd = tg_test_load_ref("ex07_rstd");
-    ex_norm_grads r = student_backward(dy, x, w, mean, rstd);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, x, w, mean, rstd);
     tg_tensor *lecture = tg_test_load_ref("ex07_dx_lecture");
     char report[1024];
     cr_assert(!tg_test_close(r.dx, lecture, 1e-10, 1e-12, false, report,
@@ -195,7 +187,7 @@ static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
     tg_tensor *loss = tg_sum(yd, NULL, 0, false);
     cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
     tg_tensor *xd = tg_detach(x), *wd = tg_detach(w);
-    ex_norm_grads r = student_backward(dy, xd, wd, mean, rstd);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, xd, wd, mean, rstd);
     check_not_lecture(r.dx, x->grad, dy, xd, wd, mean, rstd);
     if (!lecture_only) {
         char what[512];

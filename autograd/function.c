@@ -60,11 +60,11 @@ tg_tensor *tg_function_apply(const tg_function *f,
         return NULL;
     if (ninputs > 0 && !inputs) {
         tg_error("tg_function_apply",
-                 "%s was given %d inputs but no array of them\n"
+                 "%s was given %d input%s but no array of them\n"
                  "  rule: inputs points to ninputs tensors\n"
                  "  hint: const tg_tensor *in[] = {x, w}; "
                  "tg_function_apply(&f, in, 2, NULL)",
-                 f->name, ninputs);
+                 f->name, ninputs, tg_plural(ninputs));
         return NULL;
     }
     for (int i = 0; i < ninputs; i++)

@@ -140,10 +140,11 @@ static int eval(check *c, double *y)
     int rc = 0;
     if (out->numel != c->cols) {
         tg_error("tg_gradcheck",
-                 "f gave %lld elements, then %lld\n"
+                 "f gave %lld element%s, then %lld\n"
                  "  rule: f must give the same shape on every call\n"
                  "  hint: f must not depend on anything but its inputs",
-                 (long long)c->cols, (long long)out->numel);
+                 (long long)c->cols, tg_plural(c->cols),
+                 (long long)out->numel);
         rc = -1;
     } else {
         rc = tg_to_f64_array(out, y);
@@ -494,7 +495,7 @@ static int collect(check *c)
     }
     if (c->nin == 0) {
         tg_error("tg_gradcheck",
-                 "none of the %d inputs requires grad\n"
+                 "no input requires grad (%d given)\n"
                  "  rule: gradcheck checks the gradients of the inputs "
                  "with requires_grad\n"
                  "  hint: tg_set_requires_grad(x, true) on the inputs to "
@@ -536,11 +537,12 @@ static int gradcheck(check *c)
     if (!c->f || !c->inputs || c->ninputs < 1 ||
         c->ninputs > TG_MAX_INPUTS * 4) {
         tg_error("tg_gradcheck",
-                 "no function or no inputs (f %s, %d inputs)\n"
+                 "no function or no inputs (f %s, %d input%s)\n"
                  "  rule: gradcheck needs f and 1 to %d inputs\n"
                  "  hint: tg_gradcheck(f, user, inputs, ninputs, NULL, "
                  "&result)",
-                 c->f ? "given" : "NULL", c->ninputs, TG_MAX_INPUTS * 4);
+                 c->f ? "given" : "NULL", c->ninputs, tg_plural(c->ninputs),
+                 TG_MAX_INPUTS * 4);
         return -1;
     }
     if (!(c->o.eps > 0) || !(c->o.atol >= 0) || !(c->o.rtol >= 0)) {

@@ -123,4 +123,9 @@ double tg_option_or(double value, double dflt);
  * TG_EXACT_ZERO, so that it stays 0. */
 double tg_option_literal(double value);
 
+/* acc += g with tg_add's own loops (autograd/ops/arith.c), in place, not
+ * recorded: for a float acc and a g of acc's dtype and shape, which the
+ * caller has checked (backward's accumulation of gradients, tape.c). */
+void tg_add_into(tg_tensor *acc, const tg_tensor *g);
+
 #endif

@@ -492,32 +492,10 @@ static bool grad_slot_ok(const tg_tensor *grad, tg_dtype dtype,
     return false;
 }
 
-/* One run of acc += g (operands {acc, acc, g}; ctx: the dtype). */
-static void add_into_loop(char **data, const int64_t *st, int64_t n,
-                          void *ctx)
-{
-#define TG_ADD_INTO(T)                                                      \
-    {                                                                       \
-        T *a = (T *)data[0];                                                \
-        const T *b = (const T *)data[2];                                    \
-        if (st[0] == 1 && st[2] == 1)                                       \
-            for (int64_t i = 0; i < n; i++)                                 \
-                a[i] += b[i];                                               \
-        else                                                                \
-            for (int64_t i = 0; i < n; i++)                                 \
-                a[i * st[0]] += b[i * st[2]];                               \
-    }
-    if (*(const tg_dtype *)ctx == TG_FLOAT32)
-        TG_ADD_INTO(float)
-    else
-        TG_ADD_INTO(double)
-#undef TG_ADD_INTO
-}
-
 /* acc += g element by element, for a contiguous float acc and a g of the
  * same dtype and shape in another storage (every gradient a backward
- * makes and every .grad it made): the same additions, in the same
- * precision, as tg_add then tg_copy_, without the temporary. False, with
+ * makes and every .grad it made): tg_add's loops (tg_add_into), so the
+ * same additions as tg_add then tg_copy_, without the temporary. False, with
  * nothing done, for any other case, which takes that general path (and
  * its checks), as do the reference kernels. */
 static bool add_in_place(tg_tensor *acc, const tg_tensor *g)
@@ -527,18 +505,7 @@ static bool add_in_place(tg_tensor *acc, const tg_tensor *g)
         !tg_same_shape(acc, g) || acc->storage == g->storage ||
         !tg_is_contiguous(acc))
         return false;
-    tg_dtype dtype = acc->dtype;
-    if (tg_is_contiguous(g)) {
-        char *data[3] = {tg_base_ptr(acc), NULL, tg_base_ptr(g)};
-        if (acc->numel > 0)
-            add_into_loop(data, (const int64_t[]){1, 1, 1}, acc->numel,
-                          &dtype);
-    } else {
-        tg_iter it;
-        tg_tensor *ops[3] = {acc, acc, (tg_tensor *)g};
-        tg_iter_init(&it, acc->shape, acc->ndim, 3, ops);
-        tg_iter_run(&it, add_into_loop, &dtype);
-    }
+    tg_add_into(acc, g);
     acc->storage->version++;
     return true;
 }

@@ -5,11 +5,13 @@
  *   1. L = (a*b + c) * a with scalars: the worked example that
  *      docs/autograd.md follows by hand, number by number;
  *   2. L = sum(tanh(x @ w + b) * 2), one layer of a network: its graph is
- *      written as Graphviz DOT to argv[1] (default "autograd_graph.dot"),
- *      then backward fills x.grad and w.grad.
+ *      written as Graphviz DOT into the folder argv[1] (default
+ *      out/autograd_graph, made if missing) as graph.dot, rendered there
+ *      as graph.png and graph.svg when Graphviz's dot is installed
+ *      (Debian: apt-get install graphviz), then backward fills x.grad and
+ *      w.grad.
  *
- * Run it, then render the graph with the command it prints (Debian:
- * apt-get install graphviz). The random numbers are PyTorch's: with
+ * The random numbers are PyTorch's: with
  * torch.manual_seed(0) the same x, w, b and gradients come out of
  *   x = torch.randn(2, 3, requires_grad=True)
  *   w = torch.randn(3, 4, requires_grad=True)
@@ -17,7 +19,13 @@
  */
 #include "tapegrad.h"
 
+#include "demo_util.h"
+
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_OUT "out/autograd_graph"
 
 static tg_tensor *param(double value)
 {
@@ -71,8 +79,42 @@ static int worked_example(void)
     return rc == 0 ? 0 : 1;
 }
 
+/* Writes L's graph into dir as graph.dot, and renders it when Graphviz
+ * is installed. Returns 0, or -1 after an error (with a message). */
+static int write_graph(const char *dir, tg_tensor *L)
+{
+    char dot[4096], png[4096], svg[4096];
+    if (demo_make_dirs(dir) != 0) {
+        fprintf(stderr, "cannot make the folder %s: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    if (!demo_join(dot, sizeof dot, dir, "graph.dot") ||
+        !demo_join(png, sizeof png, dir, "graph.png") ||
+        !demo_join(svg, sizeof svg, dir, "graph.svg"))
+        return -1;
+    int rc = -1;
+    FILE *f = fopen(dot, "w");
+    if (f) {
+        rc = tg_tape_write_dot(f, &L, 1, "L = sum(tanh(x @ w + b) * 2)");
+        if (fclose(f) != 0)
+            rc = -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "could not write %s\n", dot);
+        return -1;
+    }
+    printf("wrote the graph to %s\n", dot);
+    /* whether Graphviz is installed goes to stderr: the standard output is
+     * the same on every machine */
+    rc = demo_render_dot(dot, png, svg);
+    if (rc > 0)
+        fprintf(stderr, "rendered it as %s and %s\n", png, svg);
+    return rc < 0 ? -1 : 0;
+}
+
 /* Part 2. Returns 0, or 1 when something failed. */
-static int layer(const char *path)
+static int layer(const char *dir)
 {
     printf("\n== 2. L = sum(tanh(x @ w + b) * 2) ==\n");
     tg_manual_seed(0);
@@ -89,21 +131,7 @@ static int layer(const char *path)
     tg_tensor *L = tg_sum(t2, NULL, 0, false); // ()   SumBackward0
     show("L", L);
 
-    int rc = -1;
-    FILE *f = fopen(path, "w");
-    if (f) {
-        rc = tg_tape_write_dot(f, &L, 1, "L = sum(tanh(x @ w + b) * 2)");
-        if (fclose(f) != 0)
-            rc = -1;
-    }
-    if (rc == 0) {
-        printf("wrote the graph to %s; render it with\n"
-               "  dot -Tpng %s -o autograd_graph.png\n",
-               path, path);
-    } else {
-        fprintf(stderr, "could not write %s\n", path);
-    }
-
+    int rc = write_graph(dir, L);
     if (rc == 0)
         rc = tg_backward(L);
     show("L.backward(); x.grad", x->grad);
@@ -122,8 +150,8 @@ static int layer(const char *path)
 
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1] : "autograd_graph.dot";
-    int failures = worked_example() + layer(path);
+    const char *dir = argc > 1 ? argv[1] : DEFAULT_OUT;
+    int failures = worked_example() + layer(dir);
     /* every tensor released, and with them every node of the tape */
     if (tg_live_tensors() != 0 || tg_tape_size() != 0)
         failures++;

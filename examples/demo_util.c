@@ -4,11 +4,12 @@
  * output folder and files, running gnuplot on the scripts in
  * scripts/plots/, and the check at exit. See demo_util.h.
  *
- * It is not part of the library: only the two demos are built with it,
- * and nothing of it is installed.
+ * It is not part of the library: only the demos are built with it (the
+ * graph example uses its folders and its Graphviz call), and nothing of
+ * it is installed.
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L // popen, pclose, mkdir, access
+#define _POSIX_C_SOURCE 200809L // popen, pclose, mkdir, access, posix_spawnp
 #endif
 
 #include "demo_util.h"
@@ -17,9 +18,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------- options */
@@ -251,6 +254,59 @@ int demo_run_gnuplot(const char *dir, const char *script, const char *out,
         return -1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------- programs */
+
+extern char **environ;
+
+int demo_run_program(char *const argv[])
+{
+    fflush(stdout); // what the demo printed comes before the program's output
+    pid_t pid;
+    int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (err != 0) {
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(err));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "cannot wait for %s: %s\n", argv[0],
+                    strerror(errno));
+            return -1;
+        }
+    }
+    if (!WIFEXITED(status)) {
+        fprintf(stderr, "%s was stopped by a signal\n", argv[0]);
+        return -1;
+    }
+    return WEXITSTATUS(status);
+}
+
+int demo_render_dot(const char *dot_path, const char *png_path,
+                    const char *svg_path)
+{
+    if (!demo_on_path("dot")) {
+        fprintf(stderr, "Graphviz's dot was not found on PATH: the graph "
+                        "is not rendered.\nTo render it: apt-get install "
+                        "graphviz, then run this again.\n");
+        return 0;
+    }
+    const char *const formats[2][2] = {{"-Tpng", png_path},
+                                       {"-Tsvg", svg_path}};
+    for (int k = 0; k < 2; k++) {
+        char *argv[] = {"dot", (char *)formats[k][0], (char *)dot_path, "-o",
+                        (char *)formats[k][1], NULL};
+        int status = demo_run_program(argv);
+        if (status != 0) {
+            if (status > 0)
+                fprintf(stderr, "dot failed on %s (status %d)\n", dot_path,
+                        status);
+            return -1;
+        }
+    }
+    return 1;
 }
 
 /* ------------------------------------------------------------ the end */

@@ -107,6 +107,20 @@ int demo_run_gnuplot(const char *dir, const char *script, const char *out,
                      const char *subtitle, demo_gp_settings *settings,
                      const void *arg);
 
+/* ------------------------------------------------------------- programs */
+
+/* Runs argv[0] (found on $PATH) with the arguments argv[1 ..] (argv ends
+ * with NULL), without a shell, and waits for it. Returns its exit status,
+ * or -1 with a message when it could not be started or was killed. */
+int demo_run_program(char *const argv[]);
+
+/* Renders the Graphviz DOT file dot_path into the PNG and SVG files
+ * png_path and svg_path with Graphviz's dot, when it is on $PATH. Returns
+ * 1 when both were rendered, 0 when dot is not installed (said on stderr,
+ * with how to get it), -1 after an error (with a message). */
+int demo_render_dot(const char *dot_path, const char *png_path,
+                    const char *svg_path);
+
 /* ------------------------------------------------------------ the end */
 
 /* The exit status of a demo that ends with rc (0, or 1 after an error)

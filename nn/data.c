@@ -241,11 +241,12 @@ static bool dataset_ok(const char *fn, const tg_dataset *d)
     }
     if (d->x->shape[0] != d->y->shape[0]) {
         tg_error(fn,
-                 "x of shape %s has %lld rows but y of shape %s has %lld "
-                 "labels\n"
+                 "x of shape %s has %lld row%s but y of shape %s has %lld "
+                 "label%s\n"
                  "  rule: one label per row of x",
                  tg_shape_str(d->x, s1), (long long)d->x->shape[0],
-                 tg_shape_str(d->y, s2), (long long)d->y->shape[0]);
+                 tg_plural(d->x->shape[0]), tg_shape_str(d->y, s2),
+                 (long long)d->y->shape[0], tg_plural(d->y->shape[0]));
         return false;
     }
     return true;

@@ -9,7 +9,7 @@
 # a chart into out/bench/. --quick takes under a minute, a full run a few.
 #
 # Missing packages it needs are installed first, saying so (Debian, as
-# root; TG_NO_INSTALL=1 skips that): meson, ninja, gcc, NumPy, OpenBLAS
+# root, with scripts/install-missing.sh; TG_NO_INSTALL=1 skips that): meson, ninja, gcc, NumPy, OpenBLAS
 # and gnuplot. PyTorch is used when it imports; it is not installed here
 # (apt-get install python3-torch: several hundred MB).
 set -eu
@@ -17,17 +17,7 @@ cd "$(dirname "$0")/.."
 
 packages="gcc pkg-config meson ninja-build python3-numpy libopenblas-dev"
 command -v gnuplot >/dev/null 2>&1 || packages="$packages gnuplot-nox"
-missing=""
-for p in $packages; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
-        missing="$missing $p"
-    fi
-done
-if [ -n "$missing" ] && [ -z "${TG_NO_INSTALL:-}" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing:$missing"
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
-fi
+./scripts/install-missing.sh $packages
 
 py=$(./scripts/find-python.sh)
 

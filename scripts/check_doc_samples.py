@@ -2,7 +2,7 @@
 """Checks that the docs show real code and real output.
 
     check_doc_samples.py --root SRC [--program examples/x.c=/path/to/exe ...]
-                         [--timeout SECONDS]
+                         [--timeout SECONDS] [--no-figures]
     check_doc_samples.py --self-test
 
 Reads README.md and every docs/**/*.md under SRC and checks:
@@ -19,7 +19,19 @@ Reads README.md and every docs/**/*.md under SRC and checks:
 - every block tagged `<!-- output: PATH [args] -->` occurs contiguous in the
   standard output of the program built from PATH, run once per distinct
   args (split on spaces) in a fresh temporary directory with a timeout; a
-  non-zero exit is an error;
+  non-zero exit is an error. A field that changes from run to run (a time)
+  is shown as `...`: that token matches any one field of the output line,
+  and the spaces around it may differ;
+- every paragraph or table tagged `<!-- figures: PATH [args] -->` (on the
+  line right above it) quotes that program's output: each number in it
+  written with a decimal point or a percent sign (97.97%, 13.2996, -2.30,
+  7.6e-4) must be, at the precision the paragraph gives, a number the
+  program prints (0.36 stands for 0.3606, not for 0.3706). Counts
+  written without a point (1000 steps, layer 5) and backquoted spans are
+  not checked. So prose that reads a run stays true when the run changes.
+  --no-figures leaves these paragraphs (and the runs only they need)
+  unchecked: for builds whose programs run many times slower (sanitizers),
+  where the plain build's test checks them;
 - every identifier tg_... or TG_... in a fenced block or in a backquoted
   span of prose is declared in a public header (tapegrad.h, tensor/tensor.h,
   autograd/autograd.h, autograd/ops.h, nn/nn.h), or in an internal header
@@ -48,6 +60,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc_fixture import write_tree  # noqa: E402  (the self-test's trees)
+
 PUBLIC_HEADERS = ["tapegrad.h", "tensor/tensor.h", "autograd/autograd.h",
                   "autograd/ops.h", "nn/nn.h"]
 # Public headers of optional parts (dist/: built with MPI only, documented
@@ -70,8 +85,9 @@ ALLOWED = {
 NAME_RE = re.compile(r"(?<![A-Za-z0-9_])(tg_[a-z0-9_]+|TG_[A-Z0-9_]+)(?![A-Za-z0-9])"
                      r"(\*?)")
 FENCE_RE = re.compile(r"^( *)(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
-TAG_RE = re.compile(r"^\s*<!--\s*(sample|output)\s*:\s*(.*?)\s*-->\s*$")
-LOOSE_TAG_RE = re.compile(r"\s*<!--\s*(sample|output)s?\b", re.IGNORECASE)
+TAG_RE = re.compile(r"^\s*<!--\s*(sample|output|figures)\s*:\s*(.*?)\s*-->\s*$")
+LOOSE_TAG_RE = re.compile(r"\s*<!--\s*(sample|output|figure)s?\b",
+                          re.IGNORECASE)
 C_LANGS = {"c", "h", "c99", "c11", "cpp", "c++", "{.c}"}
 DEFAULT_TIMEOUT = 120
 
@@ -99,16 +115,28 @@ class Block:
 
 
 def parse_markdown(relpath, text, problems):
-    """Returns (blocks, prose): the fenced blocks, and the prose as a list
-    of paragraphs, each a list of (line number, text)."""
+    """Returns (blocks, prose, figures): the fenced blocks, the prose as a
+    list of paragraphs, each a list of (line number, text), and for each
+    paragraph tagged figures, (its tag, the paragraph)."""
     lines = text.split("\n")
-    blocks, prose, paragraph = [], [], []
+    blocks, prose, paragraph, figures = [], [], [], []
     pending_tag = None
     i = 0
     while i < len(lines):
         line, number = lines[i], i + 1
         fence = FENCE_RE.match(line)
         tag = TAG_RE.match(line)
+        if pending_tag and pending_tag[0] == "figures":
+            if fence or tag or not line.strip():
+                problems.append(Problem(relpath, pending_tag[2],
+                                        "a figures tag must be on the line "
+                                        "right above a paragraph or table"))
+            else:
+                if paragraph:
+                    prose.append(paragraph)
+                paragraph = []
+                figures.append((pending_tag, paragraph))
+            pending_tag = None
         if pending_tag and not fence:
             problems.append(Problem(relpath, pending_tag[2],
                                     "a %s tag must be on the line right "
@@ -163,10 +191,12 @@ def parse_markdown(relpath, text, problems):
     if pending_tag:
         problems.append(Problem(relpath, pending_tag[2],
                                 "a %s tag must be on the line right above a "
-                                "fenced block" % pending_tag[0]))
+                                "%s" % (pending_tag[0], "paragraph or table"
+                                        if pending_tag[0] == "figures"
+                                        else "fenced block")))
     if paragraph:
         prose.append(paragraph)
-    return blocks, prose
+    return blocks, prose, figures
 
 
 def inline_code_names(paragraph):
@@ -263,11 +293,44 @@ def c_declared_names(text):
 # ------------------------------------------------------------ matching
 
 
+NUMBER_RE = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(%?)"
+                       r"(?![\w])")
+
+
+def numbers_in(text):
+    """(as written, value, half a unit of its last digit) for every number
+    in text: '-2.30' is (-2.30, 0.005), '7.6e-4' (7.6e-4, 0.05e-4)."""
+    found = []
+    for m in NUMBER_RE.finditer(text):
+        written = m.group(1)
+        mantissa, _, exponent = written.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2])
+        scale = 10.0 ** (int(exponent) if exponent else 0)
+        found.append((m.group(0), float(written),
+                      0.5 * 10.0 ** -decimals * scale * (1 + 1e-9)))
+    return found
+
+
+def same_line(shown, printed):
+    """Whether a block line shows a printed line: equal, or equal but for
+    the fields shown as '...' (each stands for one field of the printed
+    line; the spaces around it may differ)."""
+    if shown == printed:
+        return True
+    fields = shown.split()
+    if "..." not in fields:
+        return False
+    lead = shown[:len(shown) - len(shown.lstrip())]
+    pattern = re.escape(lead) + r"\s+".join(
+        r"\S+" if f == "..." else re.escape(f) for f in fields)
+    return re.fullmatch(pattern, printed) is not None
+
+
 def find_run(block, lines):
     """Index in lines where block occurs contiguously, or -1."""
     n = len(block)
     for start in range(len(lines) - n + 1):
-        if lines[start:start + n] == block:
+        if all(same_line(block[k], lines[start + k]) for k in range(n)):
             return start
     return -1
 
@@ -280,7 +343,7 @@ def explain_mismatch(block, lines, where, first_line, what):
     for start in range(len(lines)):
         k = 0
         while (k < len(block) and start + k < len(lines)
-               and lines[start + k] == block[k]):
+               and same_line(block[k], lines[start + k])):
             k += 1
         if k > best:
             best, best_start = k, start
@@ -337,8 +400,10 @@ def context(lines, lo, hi, where):
 
 
 class Checker:
-    def __init__(self, root, programs, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, root, programs, timeout=DEFAULT_TIMEOUT,
+                 figures=True):
         self.root = os.path.abspath(root)
+        self.figures = figures
         # Programs run from a temporary folder: their paths must be absolute.
         self.programs = {posixpath.normpath(k): os.path.abspath(v)
                          for k, v in programs.items()}
@@ -347,7 +412,8 @@ class Checker:
         self.notes = {}     # doc -> {internal name: its header}
         self.runs = {}      # (source, args) -> (stdout lines, error)
         self.defined = {}   # file -> names it defines
-        self.stats = {"docs": 0, "samples": 0, "outputs": 0, "names": 0}
+        self.stats = {"docs": 0, "samples": 0, "outputs": 0, "figures": 0,
+                      "figures skipped": 0, "names": 0}
         self.public, self.internal = set(), {}
         for rel in PUBLIC_HEADERS:
             text = self.read(rel)
@@ -413,7 +479,7 @@ class Checker:
     def check_doc(self, doc):
         self.stats["docs"] += 1
         text = self.read(doc)
-        blocks, prose = parse_markdown(doc, text, self.problems)
+        blocks, prose, figures = parse_markdown(doc, text, self.problems)
         for block in blocks:
             extra = set()
             if block.tag is None:
@@ -433,6 +499,8 @@ class Checker:
         for paragraph in prose:
             for line, name, prefix in inline_code_names(paragraph):
                 self.check_name(doc, line, name, prefix, set())
+        for tag, paragraph in figures:
+            self.check_figures(doc, tag, paragraph)
 
     def names_of(self, rel):
         """Names rel defines, with those of the local headers it includes
@@ -473,29 +541,68 @@ class Checker:
                    rel)
         return self.names_of(rel)
 
-    def check_output(self, doc, block):
-        _, arg, tag_line = block.tag
-        self.stats["outputs"] += 1
+    def program_output(self, doc, kind, arg, tag_line):
+        """(source path, stdout lines) of the run an output or figures tag
+        names, or (source path or None, None) after a problem."""
         words = arg.split()
         rel = self.source_path(doc, tag_line, words[0])
         if rel is None:
-            return set()
+            return None, None
         if rel not in self.programs:
             self.problems.append(Problem(
-                doc, tag_line, "%s is not a program the suite builds: an "
-                "output must come from an entry of doc_programs" % rel))
-            return set()
+                doc, tag_line, "%s is not a program the suite builds: %s "
+                "must come from an entry of doc_programs" %
+                (rel, "an output" if kind == "output" else "figures")))
+            return None, None
         key = (rel, tuple(words[1:]))
         if key not in self.runs:
             self.runs[key] = self.execute(rel, words[1:])
         out, error = self.runs[key]
         if error:
             self.problems.append(Problem(doc, tag_line, error[0], error[1:]))
-        else:
-            shown = " ".join(words)
+            return rel, None
+        return rel, out
+
+    def check_output(self, doc, block):
+        _, arg, tag_line = block.tag
+        self.stats["outputs"] += 1
+        rel, out = self.program_output(doc, "output", arg, tag_line)
+        if rel is None:
+            return set()
+        if out is not None:
+            shown = " ".join(arg.split())
             self.match(doc, block, out, "the output of " + shown,
                        "stdout of " + shown)
         return self.names_of(rel)
+
+    def check_figures(self, doc, tag, paragraph):
+        """Every number of the paragraph written with a point or a percent
+        sign is one the program prints, at the paragraph's precision."""
+        _, arg, tag_line = tag
+        if not self.figures:
+            self.stats["figures skipped"] += 1
+            return
+        self.stats["figures"] += 1
+        _, out = self.program_output(doc, "figures", arg, tag_line)
+        if out is None:
+            return
+        printed = [value for line in out
+                   for _, value, _ in numbers_in(line)]
+        shown = " ".join(arg.split())
+        for line, text in paragraph:
+            # backquoted spans are code or commands, not figures
+            text = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", " ", text)
+            for written, value, tolerance in numbers_in(text):
+                if not re.search(r"[.%eE]", written):
+                    continue
+                if any(abs(v - value) <= tolerance for v in printed):
+                    continue
+                near = sorted(printed, key=lambda v: abs(v - value))[:3]
+                self.problems.append(Problem(
+                    doc, line, "%s is not a number that %s prints (at the "
+                    "precision written)" % (written, shown),
+                    ["nearest printed: %s" % ", ".join("%g" % v for v in near)]
+                    if near else []))
 
     def execute(self, rel, args):
         """Runs a program in a fresh folder: (stdout lines, None), or
@@ -566,8 +673,11 @@ def report(checker):
     for p in problems:
         print(p)
     s = checker.stats
-    print("%d docs, %d samples, %d outputs, %d names checked: %s"
-          % (s["docs"], s["samples"], s["outputs"], s["names"],
+    if s["figures skipped"]:
+        print("note: %d figures paragraphs not checked (--no-figures)"
+              % s["figures skipped"])
+    print("%d docs, %d samples, %d outputs, %d figures, %d names checked: %s"
+          % (s["docs"], s["samples"], s["outputs"], s["figures"], s["names"],
              "%d problem(s)" % len(problems) if problems else "all good"))
     return 1 if problems else 0
 
@@ -628,7 +738,12 @@ FIXTURE = {
         "```text\n"
         "hello, --greet\n"
         "  indented line  \n"
+        "accuracy 97.97%  loss 13.2996  time   ... s\n"
         "```\n"
+        "\n"
+        "<!-- figures: examples/hello.c --greet -->\n"
+        "The run ends at 98.0% (exactly 97.97%) with a loss of 13.30, after\n"
+        "1000 steps of `--lr 0.5`.\n"
         "\n"
         "<!-- sample: tensor/tensor.h -->\n"
         "```c\n"
@@ -654,6 +769,7 @@ HELLO = ("#!/bin/sh\n"
          "echo \"first line\"\n"
          "echo \"hello, $1\"\n"
          "echo \"  indented line\"\n"
+         "echo \"accuracy 97.97%  loss 13.2996  time 0.53 s\"\n"
          "exit 0\n")
 
 # name: (what to change, a phrase the problem must contain)
@@ -714,6 +830,21 @@ WRONG_CASES = [
     ("unclosed fence",
      [("README.md", "}\n```\n", "}\n")],
      "never closed"),
+    ("a number in prose that the run does not print",
+     [("docs/guide.md", "a loss of 13.30", "a loss of 34.5")],
+     "34.5 is not a number that examples/hello.c --greet prints"),
+    ("a number in prose rounded wrongly",
+     [("docs/guide.md", "at 98.0%", "at 97.9%")],
+     "97.9% is not a number that examples/hello.c --greet prints"),
+    ("figures tag not right above its paragraph",
+     [("docs/guide.md", "--greet -->\nThe run", "--greet -->\n\nThe run")],
+     "figures tag must be on the line right above a paragraph"),
+    ("figures of an unbuilt program",
+     [("docs/guide.md", "figures: examples/hello.c", "figures: examples/x.c")],
+     "figures must come from an entry of doc_programs"),
+    ("an output field other than the elided one differs",
+     [("docs/guide.md", "loss 13.2996  time", "loss 13.2997  time")],
+     "but block line 3 differs"),
     ("malformed tag",
      [("README.md", "<!-- sample: examples/hello.c -->",
        "<!-- samples examples/hello.c -->")],
@@ -722,19 +853,9 @@ WRONG_CASES = [
 
 
 def build_fixture(folder, changes):
-    files = dict(FIXTURE)
-    files["hello.sh"] = HELLO
-    files["PROGRAMS"] = "examples/hello.c"
-    for name, old, new in changes:
-        if old not in files[name]:
-            raise AssertionError("self-test fixture: %r not in %s"
-                                 % (old, name))
-        files[name] = files[name].replace(old, new, 1)
-    for name, text in files.items():
-        path = os.path.join(folder, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+    files = dict(FIXTURE, **{"hello.sh": HELLO,
+                             "PROGRAMS": "examples/hello.c"})
+    files = write_tree(folder, files, changes)
     script = os.path.join(folder, "hello.sh")
     os.chmod(script, 0o755)
     return {files["PROGRAMS"]: script}
@@ -747,16 +868,27 @@ def self_test():
         checker = Checker(folder, build_fixture(folder, []), timeout=20)
         problems = checker.run()
         if problems or checker.stats["samples"] != 3 \
-                or checker.stats["outputs"] != 1:
+                or checker.stats["outputs"] != 1 \
+                or checker.stats["figures"] != 1:
             failures += 1
             print("FAIL: the right fixture is rejected:")
             for p in problems:
                 print(p)
         else:
-            print("ok: accepts the right docs (%d samples, 1 output, %d "
+            print("ok: accepts the right docs (%d samples, 1 output, 1 "
+                  "figures, %d "
                   "names, %d internal)" % (checker.stats["samples"],
                                            checker.stats["names"],
                                            len(checker.notes)))
+        skipping = Checker(folder, build_fixture(folder, [
+            ("docs/guide.md", "a loss of 13.30", "a loss of 34.5")]),
+            timeout=20, figures=False)
+        if skipping.run() or skipping.stats["figures skipped"] != 1:
+            failures += 1
+            print("FAIL: --no-figures still checks the figures")
+        else:
+            print("ok: --no-figures leaves the figures unchecked, and says "
+                  "so")
         if checker.notes.get("docs/guide.md") != {
                 "tg_record": "autograd/internal.h"}:
             failures += 1
@@ -792,6 +924,9 @@ def main(argv):
                         "examples/tensor_tour.c=build/examples/tensor_tour")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help="seconds each program may run (default %(default)s)")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="do not check the figures paragraphs (nor run "
+                        "what only they need)")
     parser.add_argument("--self-test", action="store_true",
                         help="check the checker on fixtures of its own")
     args = parser.parse_args(argv)
@@ -805,7 +940,8 @@ def main(argv):
         if not sep or not source or not exe:
             parser.error("--program takes SOURCE=EXE, not %r" % entry)
         programs[source] = exe
-    checker = Checker(args.root, programs, args.timeout)
+    checker = Checker(args.root, programs, args.timeout,
+                      figures=not args.no_figures)
     checker.run()
     return report(checker)
 

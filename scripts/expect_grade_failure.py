@@ -3,6 +3,7 @@
 
     expect_grade_failure.py stub  GRADER   # built against an untouched stub
     expect_grade_failure.py wrong GRADER   # built against a wrong answer
+    expect_grade_failure.py wrong GRADER --every-failure-says PHRASE
 
 A grader is a Criterion program (tests/exercises/grade_*.c). Both modes
 require a non-zero exit, at least one test, no crashed test and no
@@ -10,7 +11,10 @@ sanitizer report. "stub" also requires every test to fail with the "not
 implemented yet" message; "wrong" requires at least one failing test and
 no "not implemented yet" (the wrong answer is implemented, just wrong),
 every failure being a failed assertion of the grader (a test that exits
-on its own does not count as rejecting the answer).
+on its own does not count as rejecting the answer). With
+--every-failure-says, every failing test's message must contain PHRASE:
+the grader gives the most specific diagnosis first, whichever test the
+student reads.
 Exits 0 when the grader failed as expected, 1 otherwise, printing why.
 """
 import re
@@ -19,9 +23,14 @@ import sys
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("stub", "wrong"):
+    args = sys.argv[1:]
+    phrase = None
+    if len(args) == 4 and args[2] == "--every-failure-says":
+        phrase = args[3]
+        args = args[:2]
+    if len(args) != 2 or args[0] not in ("stub", "wrong"):
         sys.exit(__doc__)
-    mode, grader = sys.argv[1], sys.argv[2]
+    mode, grader = args
     run = subprocess.run([grader, "--jobs=1"], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, check=False)
     out = run.stdout
@@ -54,6 +63,8 @@ def main():
         if asserted < failing:
             problems.append(f"only {asserted} of {failing} failure(s) come "
                             "from a failed assertion")
+        if phrase is not None:
+            problems += phrase_problems(out, phrase)
     if re.search(r"ERROR: (Address|Leak)Sanitizer|runtime error:", out):
         problems.append("a sanitizer reported an error")
     if problems:
@@ -65,6 +76,22 @@ def main():
     print("\n".join(line for line in out.splitlines()
                     if "Synthesis" in line or "[FAIL]" in line))
     return 0
+
+
+def phrase_problems(out, phrase):
+    """The failing tests of a Criterion output whose messages (the lines
+    before their [FAIL] line) do not contain phrase."""
+    problems, message = [], []
+    for line in out.splitlines():
+        failed = re.search(r"\[FAIL\] (\S+): \(", line)
+        if failed:
+            if phrase not in " ".join(message):
+                problems.append(f"{failed.group(1)} fails without saying "
+                                f"{phrase!r} first")
+            message = []
+        elif line.startswith("[----]"):
+            message.append(line[6:].strip())
+    return problems
 
 
 if __name__ == "__main__":

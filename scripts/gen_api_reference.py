@@ -1158,21 +1158,16 @@ def self_test():
         if not cond:
             failures.append(what)
 
+    # the shared fixture writer, imported here: gen_error_catalogue.py
+    # imports this script as a module
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from doc_fixture import Capture, write_tree
+
     def make(tmp, extra=""):
-        os.makedirs(os.path.join(tmp, "sub"), exist_ok=True)
-        files = {"meson.build": FIXTURE_MESON, "fix.h": FIXTURE_UMBRELLA,
-                 "sub/meson.build": FIXTURE_SUB_MESON,
-                 "sub/sub.h": FIXTURE_SUB % {"extra": extra}}
-        for name, text in files.items():
-            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-                f.write(text)
-
-    class Capture:
-        def __init__(self):
-            self.text = ""
-
-        def write(self, s):
-            self.text += s
+        write_tree(tmp, {"meson.build": FIXTURE_MESON,
+                         "fix.h": FIXTURE_UMBRELLA,
+                         "sub/meson.build": FIXTURE_SUB_MESON,
+                         "sub/sub.h": FIXTURE_SUB % {"extra": extra}})
 
     def run(fn, root):
         cap = Capture()

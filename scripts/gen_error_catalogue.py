@@ -74,6 +74,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_api_reference as api  # noqa: E402  (the header parser)
+from doc_fixture import Capture, write_tree  # noqa: E402  (self-test)
 
 SCRIPT = "scripts/gen_error_catalogue.py"
 OUTPUT = "docs/errors.md"
@@ -1350,24 +1351,7 @@ WRONG_CASES = [
 
 
 def build_fixture(folder, changes):
-    files = dict(FIXTURE)
-    for name, old, new in changes:
-        if old not in files[name]:
-            raise AssertionError("self-test fixture: %r not in %s" % (old, name))
-        files[name] = files[name].replace(old, new, 1)
-    for name, text in files.items():
-        path = os.path.join(folder, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-
-
-class Capture:
-    def __init__(self):
-        self.text = ""
-
-    def write(self, s):
-        self.text += s
+    write_tree(folder, FIXTURE, changes)
 
 
 def self_test():

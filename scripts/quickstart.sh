@@ -5,7 +5,8 @@
 # and plots in out/train_mlp/. Arguments are passed on to the demo
 # (./scripts/quickstart.sh --help lists them).
 #
-# Packages are installed only when missing, so running this again is cheap.
+# Packages are installed only when missing (scripts/install-missing.sh),
+# so running this again is cheap.
 # Set TG_NO_INSTALL=1 to skip the package step (e.g. without root).
 set -eu
 cd "$(dirname "$0")/.."
@@ -14,18 +15,9 @@ packages="gcc pkg-config meson ninja-build libcriterion-dev python3-numpy"
 # The demo's plots need gnuplot with the pngcairo terminal; any Debian
 # gnuplot package has it, gnuplot-nox is the one without a GUI.
 command -v gnuplot >/dev/null 2>&1 || packages="$packages gnuplot-nox"
-
-missing=""
-for p in $packages; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
-        missing="$missing $p"
-    fi
-done
-if [ -n "$missing" ] && [ -z "${TG_NO_INSTALL:-}" ]; then
-    echo "installing:$missing"
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
-fi
+# examples/autograd_graph renders the autograd graph with Graphviz's dot.
+command -v dot >/dev/null 2>&1 || packages="$packages graphviz"
+./scripts/install-missing.sh $packages
 
 if [ ! -f build/build.ninja ]; then
     meson setup build

@@ -172,6 +172,15 @@ typedef struct tg_elementwise_kernel {
     bool out_int64; // comparisons: out is int64 0/1 whatever the inputs
 } tg_elementwise_kernel;
 
+/* Runs loop over ops[0 .. nops), broadcast to (shape, ndim), operand 0
+ * being the output: in one call, without setting up an iterator, when
+ * every operand is contiguous with the output's element count or is a
+ * single element (stride 0), the common case, where most of a small op's
+ * time is not in the loop; else with tg_iter. The shortcut of every
+ * elementwise caller. */
+void tg_elementwise_run(tg_loop_fn loop, void *ctx, const int64_t *shape,
+                        int ndim, int nops, tg_tensor *const *ops);
+
 /* out = kernel(x); ctx is passed to the loop (e.g. a scalar parameter). */
 tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
                           const tg_tensor *x, void *ctx);
@@ -422,5 +431,12 @@ uint32_t tg_mt_next32(tg_mt19937 *mt);
  * fallback. */
 int tg_env_choice(const char *var, const char *const *names, int n,
                   int fallback, const char *fallback_says);
+
+/* The plural ending of a count in a message: "" for 1, else "s", as in
+ * ("%d dim%s", n, tg_plural(n)): "1 dim", "0 dims", "3 dims". */
+static inline const char *tg_plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
 
 #endif

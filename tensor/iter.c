@@ -114,6 +114,31 @@ static tg_loop_fn loop_for(const tg_elementwise_kernel *k, tg_dtype t)
     return NULL;
 }
 
+void tg_elementwise_run(tg_loop_fn loop, void *ctx, const int64_t *shape,
+                        int ndim, int nops, tg_tensor *const *ops)
+{
+    /* Equal element counts mean equal shapes here, as every operand
+     * broadcasts to the output's shape. */
+    const int64_t n = ops[0]->numel;
+    char *data[TG_ITER_MAX];
+    int64_t strides[TG_ITER_MAX];
+    bool one_run = true;
+    for (int k = 0; k < nops && one_run; k++) {
+        const tg_tensor *t = ops[k];
+        one_run = tg_is_contiguous(t) && (t->numel == n || t->numel == 1);
+        data[k] = tg_base_ptr(t);
+        strides[k] = t->numel == n ? 1 : 0;
+    }
+    if (one_run) {
+        if (n > 0)
+            loop(data, strides, n, ctx);
+        return;
+    }
+    tg_iter it;
+    tg_iter_init(&it, shape, ndim, nops, ops);
+    tg_iter_run(&it, loop, ctx);
+}
+
 tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
                           const tg_tensor *x, void *ctx)
 {
@@ -131,17 +156,9 @@ tg_tensor *tg_unary_apply(const char *fn, const tg_elementwise_kernel *k,
     tg_tensor *out =
         in ? tg_alloc(x->shape, x->ndim, k->out_int64 ? TG_INT64 : ct)
            : NULL;
-    if (out && tg_is_contiguous(in)) {
-        /* The common case, and most of a small op's time is not in the
-         * loop: one run over both, without setting up an iterator. */
-        char *data[2] = {tg_base_ptr(out), tg_base_ptr(in)};
-        if (out->numel > 0)
-            loop(data, (const int64_t[]){1, 1}, out->numel, ctx);
-    } else if (out) {
-        tg_iter it;
+    if (out) {
         tg_tensor *ops[2] = {out, in};
-        tg_iter_init(&it, out->shape, out->ndim, 2, ops);
-        tg_iter_run(&it, loop, ctx);
+        tg_elementwise_run(loop, ctx, out->shape, out->ndim, 2, ops);
     }
     tg_release(in);
     if (out)
@@ -174,21 +191,9 @@ tg_tensor *tg_binary_apply(const char *fn, const tg_elementwise_kernel *k,
     tg_tensor *out = (ia && ib) ? tg_alloc(shape, ndim,
                                            k->out_int64 ? TG_INT64 : ct)
                                 : NULL;
-    if (out && tg_is_contiguous(ia) && tg_is_contiguous(ib) &&
-        (ib->numel == 1 || ib->numel == out->numel) &&
-        ia->numel == out->numel) {
-        /* Both contiguous with out's shape, or b one element (the _scalar
-         * ops): one run, without setting up an iterator. Equal element
-         * counts mean equal shapes here, as both broadcast to out's. */
-        char *data[3] = {tg_base_ptr(out), tg_base_ptr(ia), tg_base_ptr(ib)};
-        int64_t sb = ib->numel == out->numel ? 1 : 0;
-        if (out->numel > 0)
-            loop(data, (const int64_t[]){1, 1, sb}, out->numel, ctx);
-    } else if (out) {
-        tg_iter it;
+    if (out) {
         tg_tensor *ops[3] = {out, ia, ib};
-        tg_iter_init(&it, shape, ndim, 3, ops);
-        tg_iter_run(&it, loop, ctx);
+        tg_elementwise_run(loop, ctx, shape, ndim, 3, ops);
     }
     tg_release(ia);
     tg_release(ib);

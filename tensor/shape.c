@@ -69,10 +69,10 @@ int tg_dim_normalize(const char *fn, int dim, int ndim)
     int n = ndim > 0 ? ndim : 1;
     if (dim < -n || dim >= n) {
         tg_error(fn,
-                 "dim %d is out of range for a tensor with %d dims\n"
+                 "dim %d is out of range for a tensor with %d dim%s\n"
                  "  rule: dim must be in [%d, %d] (negative dims count "
                  "from the end)",
-                 dim, ndim, -n, n - 1);
+                 dim, ndim, tg_plural(ndim), -n, n - 1);
         return -1;
     }
     return dim < 0 ? dim + n : dim;

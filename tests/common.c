@@ -50,8 +50,9 @@ void tg_test_teardown(void)
     char report[4096];
     cr_assert(tg_test_no_live_tensors(report, sizeof report), "%s", report);
     cr_assert_eq(tg_tape_size(), 0,
-                 "%lld nodes are still on the tape at the end of the test",
-                 (long long)tg_tape_size());
+                 "%lld %s still on the tape at the end of the test",
+                 (long long)tg_tape_size(),
+                 tg_tape_size() == 1 ? "node is" : "nodes are");
     cr_assert(tg_is_grad_enabled(), "a tg_no_grad_begin without its end");
     /* Under valgrind, the test body's leaks: the leak check valgrind makes
      * when a process ends comes after Criterion has counted the test as

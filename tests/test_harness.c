@@ -108,6 +108,11 @@ TG_TEST(harness, leak_check_counts_untracked_tensors)
         cr_assert(strstr(report, "1 tensor is still alive\n") == report &&
                       strstr(report, "set TG_LEAK_CHECK=1 to list it"),
                   "%s", report);
+    tg_tensor *second = tg_zeros(TG_SHAPE(2), TG_FLOAT32);
+    cr_assert_not(tg_test_no_live_tensors(report, sizeof report));
+    cr_assert(strstr(report, "2 tensors are still alive") != NULL, "%s",
+              report);
+    tg_release(second);
     tg_release(leaked);
 }
 

@@ -51,6 +51,16 @@ tg_tensor *tg_add_scalar(const tg_tensor *a, double s)
     return tg_scalar_apply(tg_add, a, s, false);
 }
 
+/* acc = acc + g, elementwise: operands {acc, acc, g} (the loops read each
+ * element before they write it). */
+void tg_add_into(tg_tensor *acc, const tg_tensor *g)
+{
+    tg_loop_fn loop = acc->dtype == TG_FLOAT32 ? add_kernel.f32
+                                               : add_kernel.f64;
+    tg_tensor *ops[3] = {acc, acc, (tg_tensor *)g};
+    tg_elementwise_run(loop, NULL, acc->shape, acc->ndim, 3, ops);
+}
+
 /* ---------------------------------------------------------------- sub */
 /* out = a - b */
 TG_BINARY_LOOP(sub_f32, float, float, a - b)

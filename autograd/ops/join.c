@@ -412,12 +412,13 @@ static int room_check(const char *fn, int64_t count, tg_tensor **out,
         return 0;
     if (!out || max_out < count) {
         tg_error(fn,
-                 "out has room for %d tensors (%s) but the split makes "
+                 "out has room for %d tensor%s (%s) but the split makes "
                  "%lld\n"
                  "  rule: out points to max_out >= the number of pieces\n"
                  "  hint: %s(x, ..., NULL, 0) returns the number of pieces "
                  "without making them",
-                 max_out, out ? "given" : "NULL", (long long)count, fn);
+                 max_out, tg_plural(max_out), out ? "given" : "NULL",
+                 (long long)count, fn);
         return -1;
     }
     return 1;

@@ -389,12 +389,12 @@ static int class_check(const char *fn, const char *loss, const char *name,
         FORMAT_SHAPES();
         if (labels->ndim == 1)
             tg_error(fn,
-                     "%s of shape %s has %lld rows but labels of shape %s "
+                     "%s of shape %s has %lld row%s but labels of shape %s "
                      "have %lld\n"
                      "  rule: one label per row: labels are (N,) for %s "
                      "(N, C), and %lld != %lld\n"
                      "  hint: take the labels of the same batch as %s",
-                     name, sx, (long long)N, sl,
+                     name, sx, (long long)N, tg_plural(N), sl,
                      (long long)labels->shape[0], name, (long long)N,
                      (long long)labels->shape[0], name);
         else

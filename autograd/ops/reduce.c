@@ -330,19 +330,19 @@ static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
             for (int64_t r = 0; r < rows; r++)
                 tg_store_contiguous(o, r, mean ? acc[r] / (double)n : acc[r]);
         } else {
-            for (int64_t r = 0; r < rows; r++) {
-                double sum = 0.0;
-                if (x->dtype == TG_FLOAT32) {
-                    const float *row = (const float *)base + r * n;
-                    for (int64_t j = 0; j < n; j++)
-                        sum += (double)row[j];
-                } else {
-                    const double *row = (const double *)base + r * n;
-                    for (int64_t j = 0; j < n; j++)
-                        sum += row[j];
-                }
-                tg_store_contiguous(o, r, mean ? sum / (double)n : sum);
-            }
+#define TG_SUM_TRAILING(T)                                                  \
+    for (int64_t r = 0; r < rows; r++) {                                    \
+        const T *row = (const T *)base + r * n;                             \
+        double sum = 0.0;                                                   \
+        for (int64_t j = 0; j < n; j++)                                     \
+            sum += (double)row[j];                                          \
+        tg_store_contiguous(o, r, mean ? sum / (double)n : sum);            \
+    }
+            if (x->dtype == TG_FLOAT32)
+                TG_SUM_TRAILING(float)
+            else
+                TG_SUM_TRAILING(double)
+#undef TG_SUM_TRAILING
         }
     }
     if (acc != stack)
@@ -362,6 +362,15 @@ typedef struct reduce_ctx {
     int64_t correction;        // var, std
 } reduce_ctx;
 
+/* Whether a reduction is a sum that sum_contiguous may compute (sum and
+ * mean), and which: the fast path is chosen by this field, not by which
+ * op it is. */
+typedef enum reduce_fast {
+    NO_FAST_PATH = 0,
+    FAST_SUM,
+    FAST_MEAN,
+} reduce_fast;
+
 /* One reduction: its name, its kernels, and what it requires. */
 typedef struct reduce_op {
     const char *fn;
@@ -370,10 +379,8 @@ typedef struct reduce_op {
     row_i64_fn i64;     // int64 inputs; NULL: int64 is an error
     bool out_int64;     // argmax, argmin: indices whatever the input
     bool needs_element; // max, min, argmax, argmin: no value for an empty row
+    reduce_fast fast;   // sum, mean: sum_contiguous when the layout allows
 } reduce_op;
-
-/* Defined with the ops below; the driver takes their fast path. */
-static const reduce_op sum_op, mean_op;
 
 /* Runs op over dims of x. When grad is given and x requires grad, records
  * the call as one node (with a reduce_ctx) and sets *node, so that the
@@ -413,8 +420,8 @@ static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
     }
     bool as_int = x->dtype == TG_INT64;
     tg_tensor *out = NULL, *rows = NULL;
-    if ((op == &sum_op || op == &mean_op) &&
-        sum_contiguous(x, &p, op == &mean_op, &out)) {
+    if (op->fast != NO_FAST_PATH &&
+        sum_contiguous(x, &p, op->fast == FAST_MEAN, &out)) {
         if (!out)
             return NULL;
     } else {
@@ -489,21 +496,21 @@ static tg_tensor *expand_to_input(const tg_node *node, const tg_tensor *t)
 /* ------------------------------------------------------------------ ops */
 
 static const reduce_op sum_op = {"tg_sum", "the sum", sum_f64, sum_i64,
-                                 false, false};
+                                 false, false, FAST_SUM};
 static const reduce_op mean_op = {"tg_mean", "the mean", mean_f64, NULL,
-                                  false, false};
+                                  false, false, FAST_MEAN};
 static const reduce_op var_op = {"tg_var", "the variance", var_f64, NULL,
-                                 false, false};
+                                 false, false, NO_FAST_PATH};
 static const reduce_op std_op = {"tg_std", "the standard deviation",
-                                 std_f64, NULL, false, false};
+                                 std_f64, NULL, false, false, NO_FAST_PATH};
 static const reduce_op max_op = {"tg_max", "the maximum", max_f64, max_i64,
-                                 false, true};
+                                 false, true, NO_FAST_PATH};
 static const reduce_op min_op = {"tg_min", "the minimum", min_f64, min_i64,
-                                 false, true};
+                                 false, true, NO_FAST_PATH};
 static const reduce_op argmax_op = {"tg_argmax", "the argmax", argmax_f64,
-                                    argmax_i64, true, true};
+                                    argmax_i64, true, true, NO_FAST_PATH};
 static const reduce_op argmin_op = {"tg_argmin", "the argmin", argmin_f64,
-                                    argmin_i64, true, true};
+                                    argmin_i64, true, true, NO_FAST_PATH};
 
 /* PyTorch names a reduction over every dim (x.sum()) ...Backward0 and one
  * over given dims (x.sum(0)) ...Backward1. */

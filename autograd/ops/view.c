@@ -349,10 +349,11 @@ tg_tensor *tg_permute(const tg_tensor *x, const int *dims, int ndims)
     }
     if (ndims != x->ndim) {
         tg_error("tg_permute",
-                 "got %d dims for a tensor of shape %s\n"
-                 "  rule: dims must list each of the tensor's %d dims "
+                 "got %d dim%s for a tensor of shape %s\n"
+                 "  rule: dims must list each of the tensor's %d dim%s "
                  "exactly once",
-                 ndims, tg_shape_str(x, s1), x->ndim);
+                 ndims, tg_plural(ndims), tg_shape_str(x, s1), x->ndim,
+                 tg_plural(x->ndim));
         return NULL;
     }
     /* Zeroed: with ndims 0 (a 0-d x) the loop writes nothing. */

@@ -1,7 +1,8 @@
 # scripts/plots/train_accuracy.gp - the accuracy curves of
 # examples/train_mlp.c: validation accuracy (solid) and training accuracy
-# (dashed) per epoch for the three variants, with the 90% and 95% marks
-# of the summary table. It reads <outdir>/log.csv and writes
+# (dashed) per epoch for the three variants, one colour per variant (the
+# line styles of train_loss.gp), with the 90% and 95% marks of the
+# summary table, labelled. It reads <outdir>/log.csv and writes
 # <outdir>/accuracy.png. The demo sets outdir and subtitle and loads this
 # file; by hand:
 #   gnuplot -e "outdir='out/train_mlp'; subtitle=''" scripts/plots/train_accuracy.gp
@@ -21,6 +22,9 @@ set label 1 "train: over the epoch's batches, in training mode (BatchNorm normal
 set bmargin 8
 set arrow 1 from graph 0, first 95 to graph 1, first 95 nohead dt 3 lc rgb '#888888'
 set arrow 2 from graph 0, first 90 to graph 1, first 90 nohead dt 3 lc rgb '#888888'
+# the marks' names, inside the plot at its left edge, just above each line
+set label 2 '95%' at graph 0.01, first 95 left offset 0, 0.6 font ',9' tc rgb '#666666'
+set label 3 '90%' at graph 0.01, first 90 left offset 0, 0.6 font ',9' tc rgb '#666666'
 
 # one variant's values of column c in percent (the others' rows skipped)
 of(v, c) = strcol(1) eq v ? 100 * column(c) : NaN

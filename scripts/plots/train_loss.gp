@@ -1,6 +1,7 @@
 # scripts/plots/train_loss.gp - the loss curves of examples/train_mlp.c:
-# training loss (solid) and validation loss (dashed) per epoch for the
-# three variants on one plot, log scale. It reads <outdir>/log.csv and
+# training loss (dashed) and validation loss (solid) per epoch for the
+# three variants on one plot, one colour per variant, log scale (the line
+# styles of train_accuracy.gp). It reads <outdir>/log.csv and
 # writes <outdir>/loss.png. The demo sets outdir and subtitle and loads
 # this file; by hand:
 #   gnuplot -e "outdir='out/train_mlp'; subtitle=''" scripts/plots/train_loss.gp
@@ -28,9 +29,9 @@ set bmargin 8
 of(v, c) = strcol(1) eq v ? column(c) : NaN
 # log.csv columns: variant,epoch,step,train_loss,train_acc,val_loss,val_acc
 plot \
-  outdir.'/log.csv' skip 1 using 2:(of('none', 4)) with lines lw 2 lc rgb '#d95f02' title 'no norm, train', \
-  ''                skip 1 using 2:(of('none', 6)) with lines lw 1.5 dt 2 lc rgb '#d95f02' title 'no norm, validation', \
-  ''                skip 1 using 2:(of('batchnorm', 4)) with lines lw 2 lc rgb '#1b9e77' title 'BatchNorm, train', \
-  ''                skip 1 using 2:(of('batchnorm', 6)) with lines lw 1.5 dt 2 lc rgb '#1b9e77' title 'BatchNorm, validation', \
-  ''                skip 1 using 2:(of('layernorm', 4)) with lines lw 2 lc rgb '#7570b3' title 'LayerNorm, train', \
-  ''                skip 1 using 2:(of('layernorm', 6)) with lines lw 1.5 dt 2 lc rgb '#7570b3' title 'LayerNorm, validation'
+  outdir.'/log.csv' skip 1 using 2:(of('none', 4)) with lines lw 1.5 dt 2 lc rgb '#d95f02' title 'no norm, train', \
+  ''                skip 1 using 2:(of('none', 6)) with lines lw 2 lc rgb '#d95f02' title 'no norm, validation', \
+  ''                skip 1 using 2:(of('batchnorm', 4)) with lines lw 1.5 dt 2 lc rgb '#1b9e77' title 'BatchNorm, train', \
+  ''                skip 1 using 2:(of('batchnorm', 6)) with lines lw 2 lc rgb '#1b9e77' title 'BatchNorm, validation', \
+  ''                skip 1 using 2:(of('layernorm', 4)) with lines lw 1.5 dt 2 lc rgb '#7570b3' title 'LayerNorm, train', \
+  ''                skip 1 using 2:(of('layernorm', 6)) with lines lw 2 lc rgb '#7570b3' title 'LayerNorm, validation'

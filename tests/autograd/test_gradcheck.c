@@ -270,7 +270,7 @@ TG_TEST(gradcheck, errors)
     tg_tensor *c = tg_ones(TG_SHAPE(2), TG_FLOAT64);
     tg_tensor *in[2] = {c, c};
     cr_assert_eq(tg_gradcheck(f_mul, NULL, in, 2, NULL, NULL), -1);
-    tg_assert_error("tg_gradcheck", "none of the 2 inputs requires grad");
+    tg_assert_error("tg_gradcheck", "no input requires grad (2 given)");
 
     tg_tensor *row = tg_ones(TG_SHAPE(1, 3), TG_FLOAT64);
     tg_tensor *wide = tg_expand(row, TG_SHAPE(2, 3));

@@ -195,7 +195,7 @@ TG_TEST(join, cat_leaves_out_empty_1d_tensors)
     tg_tensor *empty = tg_cat(ee, 2, -1);
     check_values(empty, TG_SHAPE(0), NULL);
     cr_assert_null(tg_cat(ee, 2, 1));
-    tg_assert_error("tg_cat: dim 1 is out of range for a tensor with 1 dims");
+    tg_assert_error("tg_cat: dim 1 is out of range for a tensor with 1 dim");
     tg_release(empty);
     tg_release(out0);
     tg_release(z);

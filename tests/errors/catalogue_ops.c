@@ -264,6 +264,17 @@ ERROR_CASE(tg_permute, wrong_count,
     tg_release(x);
 }
 
+ERROR_CASE(tg_permute, one_dim_for_three,
+           "dims lists one dim for a tensor of more (the count in the "
+           "singular)")
+{
+    tg_tensor *x = F32(2, 3, 4);
+    tg_tensor *y = tg_permute(x, TG_DIMS(0));
+    EXPECT_ERROR(y == NULL,
+                 "tg_permute: got 1 dim for a tensor of shape (2, 3, 4)");
+    tg_release(x);
+}
+
 ERROR_CASE(tg_permute, repeated_dim,
            "a dim appears twice in dims (counting negative dims from the end)")
 {
@@ -515,7 +526,7 @@ ERROR_CASE(tg_slice, dim_out_of_range, "dim is out of range")
     tg_tensor *x = F32(5);
     tg_tensor *y = tg_slice(x, 1, 0, 2, 1);
     EXPECT_ERROR(y == NULL,
-                 "tg_slice: dim 1 is out of range for a tensor with 1 dims");
+                 "tg_slice: dim 1 is out of range for a tensor with 1 dim");
     tg_release(x);
 }
 
@@ -1146,7 +1157,7 @@ ERROR_CASE(tg_var, dim_out_of_range, "a dim in dims is out of range")
     tg_tensor *x = F32(4);
     tg_tensor *y = tg_var(x, TG_DIMS(1), 1, false);
     EXPECT_ERROR(y == NULL,
-                 "tg_var: dim 1 is out of range for a tensor with 1 dims");
+                 "tg_var: dim 1 is out of range for a tensor with 1 dim");
     tg_release(x);
 }
 
@@ -1187,7 +1198,7 @@ ERROR_CASE(tg_std, dim_out_of_range, "a dim in dims is out of range")
     tg_tensor *x = F32(4);
     tg_tensor *y = tg_std(x, TG_DIMS(-2), 1, false);
     EXPECT_ERROR(y == NULL,
-                 "tg_std: dim -2 is out of range for a tensor with 1 dims");
+                 "tg_std: dim -2 is out of range for a tensor with 1 dim");
     tg_release(x);
 }
 
@@ -2395,12 +2406,13 @@ ERROR_CASE(tg_cross_entropy, labels_not_int64, "labels are not int64")
 }
 
 ERROR_CASE(tg_cross_entropy, row_count_mismatch,
-           "labels have another length than logits has rows")
+           "labels have another length than logits has rows (here one "
+           "row: the count in the singular)")
 {
-    tg_tensor *logits = F32(4, 3), *labels = I64(3);
+    tg_tensor *logits = F32(1, 3), *labels = I64(3);
     tg_tensor *y = tg_cross_entropy(logits, labels, TG_REDUCTION_MEAN);
     EXPECT_ERROR(y == NULL,
-                 "tg_cross_entropy: logits of shape (4, 3) has 4 rows but labels of shape (3,) have 3");
+                 "tg_cross_entropy: logits of shape (1, 3) has 1 row but labels of shape (3,) have 3");
     tg_release(labels);
     tg_release(logits);
 }
@@ -2704,6 +2716,17 @@ ERROR_CASE(tg_split, out_too_small,
     tg_tensor *out[2];
     EXPECT_ERROR(tg_split(x, 2, 0, out, 2) == -1 && !out[0] && !out[1],
                  "tg_split: out has room for 2 tensors (given) but the split makes 3");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_split, out_room_for_one,
+           "out has room for one tensor and the split makes more (the "
+           "count in the singular)")
+{
+    tg_tensor *x = F32(5);
+    tg_tensor *out[1];
+    EXPECT_ERROR(tg_split(x, 2, 0, out, 1) == -1 && !out[0],
+                 "tg_split: out has room for 1 tensor (given) but the split makes 3");
     tg_release(x);
 }
 

@@ -69,4 +69,65 @@ void ex_check_close(const tg_tensor *actual, const tg_tensor *expected,
 /* Fails the test, with the last error message, when t is NULL; returns t. */
 tg_tensor *ex_require(tg_tensor *t, const char *what);
 
+/* ------------------------------------------ a normalisation's backward */
+
+/* Exercises 06 (LayerNorm) and 07 (BatchNorm) ask for the same contract:
+ * from (dy, x, weight, mean, rstd), all borrowed, new tensors *dx,
+ * *dweight and *dbias; 0, or -1 on error. Their graders share what
+ * follows and keep what differs (the forward, the statistics' shapes, the
+ * cases) in their own files. */
+typedef int ex_norm_backward_fn(const tg_tensor *dy, const tg_tensor *x,
+                                const tg_tensor *weight,
+                                const tg_tensor *mean, const tg_tensor *rstd,
+                                tg_tensor **dx, tg_tensor **dweight,
+                                tg_tensor **dbias);
+
+/* The exercise under test: its function, the name messages give it, its
+ * statement file in docs/exercises/, and the hint added when a 1-D
+ * result came back 2-D. */
+typedef struct ex_norm_exercise {
+    ex_norm_backward_fn *backward;
+    const char *name;
+    const char *statement;
+    const char *shape_hint;
+} ex_norm_exercise;
+
+typedef struct ex_norm_grads {
+    tg_tensor *dx, *dw, *db; // (N, C), (C,), (C,)
+} ex_norm_grads;
+
+void ex_norm_grads_release(ex_norm_grads *r);
+
+/* Calls the exercise's backward as EX_CALL does; true when it returned 0
+ * and three results (*r holds what it returned either way). */
+bool ex_norm_call(const ex_norm_exercise *e, const tg_tensor *dy,
+                  const tg_tensor *x, const tg_tensor *w,
+                  const tg_tensor *mean, const tg_tensor *rstd,
+                  ex_norm_grads *r);
+
+/* ex_norm_call, failing the test with a message when it did not work or
+ * a result is not float64 of the contract's shape. */
+ex_norm_grads ex_norm_backward(const ex_norm_exercise *e, const tg_tensor *dy,
+                               const tg_tensor *x, const tg_tensor *w,
+                               const tg_tensor *mean, const tg_tensor *rstd);
+
+/* The backward of a tg_function whose forward saved (x, weight, mean,
+ * rstd): the exercise's, handing back the gradients of the inputs that
+ * need one. */
+int ex_norm_function_backward(const ex_norm_exercise *e, tg_ctx *ctx,
+                              const tg_tensor *g, tg_tensor **grad_inputs);
+
+/* tg_gradcheck of apply (x, weight, bias) -> y on random float64 inputs of
+ * shape (rows, cols), (cols,), (cols,) from seed: y itself, so the full
+ * Jacobian is compared (a loss of sum(y) has a zero gradient for x and
+ * would pass wrong backwards). */
+void ex_norm_gradcheck(const ex_norm_exercise *e, tg_gradcheck_fn apply,
+                       int64_t rows, int64_t cols, uint64_t seed);
+
+/* Loads the reference inputs <prefix>_dy, _x, _w, _mean and _rstd, runs
+ * the backward and fails the test when a result is one of its arguments
+ * or an argument was changed. */
+void ex_norm_leaves_inputs_alone(const ex_norm_exercise *e,
+                                 const char *prefix);
+
 #endif

@@ -21,49 +21,9 @@
 
 #define EPS 1e-5 // the forwards' eps; the backward sees it only in rstd
 
-typedef struct ln_grads {
-    tg_tensor *dx, *dw, *db;
-} ln_grads;
-
-static void ln_grads_release(ln_grads *r)
-{
-    tg_release(r->db);
-    tg_release(r->dw);
-    tg_release(r->dx);
-}
-
-/* Calls the student's backward; true when it returned 0 and three
- * results. */
-static bool call_student(const tg_tensor *dy, const tg_tensor *x,
-                         const tg_tensor *w, const tg_tensor *mean,
-                         const tg_tensor *rstd, ln_grads *r)
-{
-    int rc = -1;
-    *r = (ln_grads){NULL, NULL, NULL};
-    EX_CALL(rc = ex_layer_norm_backward(dy, x, w, mean, rstd, &r->dx,
-                                        &r->dw, &r->db));
-    return rc == 0 && r->dx && r->dw && r->db;
-}
-
-/* call_student, failing the test with a message when it did not work or
- * a result has the wrong shape. */
-static ln_grads student_backward(const tg_tensor *dy, const tg_tensor *x,
-                                 const tg_tensor *w, const tg_tensor *mean,
-                                 const tg_tensor *rstd)
-{
-    ln_grads r;
-    bool ok = call_student(dy, x, w, mean, rstd, &r);
-    cr_assert(ok,
-              "ex_layer_norm_backward returned -1 or left a result NULL "
-              "(dx %s, dweight %s, dbias %s); the last error was:\n%s",
-              r.dx ? "set" : "NULL", r.dw ? "set" : "NULL",
-              r.db ? "set" : "NULL",
-              tg_last_error()[0] ? tg_last_error() : "(none reported)");
-    ex_check_shape(r.dx, "*dx", x->shape, 2, SHAPE_HINT);
-    ex_check_shape(r.dw, "*dweight", &x->shape[1], 1, SHAPE_HINT);
-    ex_check_shape(r.db, "*dbias", &x->shape[1], 1, SHAPE_HINT);
-    return r;
-}
+static const ex_norm_exercise exercise = {
+    ex_layer_norm_backward, "ex_layer_norm_backward", EX_STATEMENT,
+    SHAPE_HINT};
 
 TG_TEST(ex06, matches_numpy)
 {
@@ -72,7 +32,7 @@ TG_TEST(ex06, matches_numpy)
     tg_tensor *dy = tg_test_load_ref("ex06_dy");
     tg_tensor *mean = tg_test_load_ref("ex06_mean");
     tg_tensor *rstd = tg_test_load_ref("ex06_rstd");
-    ln_grads r = student_backward(dy, x, w, mean, rstd);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, x, w, mean, rstd);
     /* the complex step is exact to rounding; rstd is up to 5 here */
     tg_test_check_ref(r.dx, "ex06_dx", 1e-10, 1e-12);
     tg_test_check_ref(r.dw, "ex06_dw", 1e-10, 1e-12);
@@ -113,20 +73,7 @@ static tg_tensor *ln_forward(tg_ctx *ctx, const tg_tensor *const *in, int n,
 static int ln_backward(tg_ctx *ctx, const tg_tensor *g,
                        tg_tensor **grad_inputs)
 {
-    ln_grads r;
-    if (!call_student(g, tg_ctx_saved(ctx, 0), tg_ctx_saved(ctx, 1),
-                      tg_ctx_saved(ctx, 2), tg_ctx_saved(ctx, 3), &r)) {
-        ln_grads_release(&r);
-        return -1;
-    }
-    tg_tensor *grads[3] = {r.dx, r.dw, r.db};
-    for (int i = 0; i < 3; i++) {
-        if (tg_ctx_needs_grad(ctx, i))
-            grad_inputs[i] = grads[i];
-        else
-            tg_release(grads[i]);
-    }
-    return 0;
+    return ex_norm_function_backward(&exercise, ctx, g, grad_inputs);
 }
 
 static const tg_function student_ln = {"StudentLayerNormBackward",
@@ -139,29 +86,9 @@ static tg_tensor *apply_student_ln(const tg_tensor *const *in, int n, void *user
                              NULL);
 }
 
-/* f returns y itself, so gradcheck compares the full Jacobian (a loss of
- * sum(y) would have a zero gradient for x and pass wrong backwards). */
 TG_TEST(ex06, gradcheck)
 {
-    tg_generator *gen = tg_generator_new(61);
-    tg_tensor *in[3] = {
-        tg_randn_gen(gen, TG_SHAPE(3, 5), TG_FLOAT64),
-        tg_randn_gen(gen, TG_SHAPE(5), TG_FLOAT64),
-        tg_randn_gen(gen, TG_SHAPE(5), TG_FLOAT64),
-    };
-    for (int i = 0; i < 3; i++)
-        tg_set_requires_grad(in[i], true);
-    tg_gradcheck_options opts = tg_gradcheck_defaults();
-    opts.quiet = true;
-    tg_gradcheck_result r;
-    int ok = tg_gradcheck(apply_student_ln, NULL, in, 3, &opts, &r);
-    cr_assert_neq(ok, -1, "the backward failed: %s", tg_last_error());
-    cr_assert_eq(ok, 1,
-                 "gradcheck failed (input 0 is x, 1 weight, 2 bias):\n%s",
-                 r.message);
-    for (int i = 0; i < 3; i++)
-        tg_release(in[i]);
-    tg_generator_free(gen);
+    ex_norm_gradcheck(&exercise, apply_student_ln, 3, 5, 61);
 }
 
 /* The student's gradients against those tapegrad's tg_layer_norm gives
@@ -191,7 +118,7 @@ static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
     tg_tensor *mean = tg_reshape(mean1, &rows, 1);
     tg_tensor *rstd = tg_reshape(rstd1, &rows, 1);
     tg_tensor *xd = tg_detach(x), *wd = tg_detach(w);
-    ln_grads r = student_backward(dy, xd, wd, mean, rstd);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, xd, wd, mean, rstd);
     /* two float64 evaluations of one formula; a constant row has
      * rstd = 1 / sqrt(eps) = 316, which scales the rounding */
     ex_check_close(r.dx, x->grad, "dx against tg_layer_norm's", 1e-9, 1e-11);
@@ -199,7 +126,7 @@ static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
                 1e-11);
     ex_check_close(r.db, b->grad, "dbias against tg_layer_norm's", 1e-9,
                 1e-11);
-    ln_grads_release(&r);
+    ex_norm_grads_release(&r);
     tg_release(wd);
     tg_release(xd);
     tg_release(rstd);
@@ -242,24 +169,5 @@ TG_TEST(ex06, constant_row)
 
 TG_TEST(ex06, leaves_inputs_alone)
 {
-    const char *names[5] = {"ex06_dy", "ex06_x", "ex06_w", "ex06_mean",
-                            "ex06_rstd"};
-    tg_tensor *in[5], *before[5];
-    for (int i = 0; i < 5; i++) {
-        in[i] = tg_test_load_ref(names[i]);
-        before[i] = tg_test_load_ref(names[i]);
-    }
-    ln_grads r = student_backward(in[0], in[1], in[2], in[3], in[4]);
-    for (int i = 0; i < 5; i++) {
-        cr_assert(r.dx != in[i] && r.dw != in[i] && r.db != in[i],
-                  "return new tensors, not an argument");
-        char what[64];
-        snprintf(what, sizeof what, "%s was changed", names[i] + 5);
-        ex_check_close(in[i], before[i], what, 0, 0);
-    }
-    ln_grads_release(&r);
-    for (int i = 0; i < 5; i++) {
-        tg_release(before[i]);
-        tg_release(in[i]);
-    }
+    ex_norm_leaves_inputs_alone(&exercise, "ex06");
 }

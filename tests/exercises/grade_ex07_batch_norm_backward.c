@@ -23,48 +23,62 @@
 
 #define EPS 1e-5 // the forwards' eps; the backward sees it only in rstd
 
-typedef struct bn_grads {
-    tg_tensor *dx, *dw, *db;
-} bn_grads;
+static const ex_norm_exercise exercise = {
+    ex_batch_norm_backward, "ex_batch_norm_backward", EX_STATEMENT,
+    SHAPE_HINT};
 
-static void bn_grads_release(bn_grads *r)
+/* The diagnosis of the most common mistake, given before any number. */
+#define LECTURE_MESSAGE                                                     \
+    "dx has the factor N/(N-1) of makemore part 4's formula. The "          \
+    "lecture's forward divided the variance by N - 1 (unbiased); this one " \
+    "divides by N (biased, as PyTorch), and then the xhat term has no "     \
+    "such factor."
+
+/* makemore part 4's dx made from the right one, dx_right: the lecture's
+ * formula has N/(N-1) on the xhat term, so it is
+ *   dx_right - weight * rstd / (N (N-1)) * xhat * sum(dy * xhat, 0). */
+static tg_tensor *lecture_dx(const tg_tensor *dx_right, const tg_tensor *dy,
+                             const tg_tensor *x, const tg_tensor *w,
+                             const tg_tensor *mean, const tg_tensor *rstd)
 {
-    tg_release(r->db);
-    tg_release(r->dw);
-    tg_release(r->dx);
+    const double n = (double)x->shape[0];
+    tg_no_grad_begin();
+    tg_tensor *xc = tg_sub(x, mean);
+    tg_tensor *xhat = tg_mul(xc, rstd);
+    tg_tensor *dyx = tg_mul(dy, xhat);
+    tg_tensor *s2 = tg_sum(dyx, TG_DIMS(0), false);    // (C,)
+    tg_tensor *wr = tg_mul(w, rstd);
+    tg_tensor *ws = tg_mul(wr, s2);
+    tg_tensor *coef = tg_div_scalar(ws, n * (n - 1)); // (C,)
+    tg_tensor *extra = tg_mul(xhat, coef);
+    tg_tensor *lecture = tg_sub(dx_right, extra);
+    tg_no_grad_end();
+    tg_release(extra);
+    tg_release(coef);
+    tg_release(ws);
+    tg_release(wr);
+    tg_release(s2);
+    tg_release(dyx);
+    tg_release(xhat);
+    tg_release(xc);
+    return ex_require(lecture, "the lecture's dx");
 }
 
-/* Calls the student's backward; true when it returned 0 and three
- * results. */
-static bool call_student(const tg_tensor *dy, const tg_tensor *x,
-                         const tg_tensor *w, const tg_tensor *mean,
-                         const tg_tensor *rstd, bn_grads *r)
+/* Fails with LECTURE_MESSAGE when dx is the lecture's rather than
+ * dx_right. */
+static void check_not_lecture(const tg_tensor *dx, const tg_tensor *dx_right,
+                              const tg_tensor *dy, const tg_tensor *x,
+                              const tg_tensor *w, const tg_tensor *mean,
+                              const tg_tensor *rstd)
 {
-    int rc = -1;
-    *r = (bn_grads){NULL, NULL, NULL};
-    EX_CALL(rc = ex_batch_norm_backward(dy, x, w, mean, rstd, &r->dx,
-                                        &r->dw, &r->db));
-    return rc == 0 && r->dx && r->dw && r->db;
-}
-
-/* call_student, failing the test with a message when it did not work or
- * a result has the wrong shape. */
-static bn_grads student_backward(const tg_tensor *dy, const tg_tensor *x,
-                                 const tg_tensor *w, const tg_tensor *mean,
-                                 const tg_tensor *rstd)
-{
-    bn_grads r;
-    bool ok = call_student(dy, x, w, mean, rstd, &r);
-    cr_assert(ok,
-              "ex_batch_norm_backward returned -1 or left a result NULL "
-              "(dx %s, dweight %s, dbias %s); the last error was:\n%s",
-              r.dx ? "set" : "NULL", r.dw ? "set" : "NULL",
-              r.db ? "set" : "NULL",
-              tg_last_error()[0] ? tg_last_error() : "(none reported)");
-    ex_check_shape(r.dx, "*dx", x->shape, 2, SHAPE_HINT);
-    ex_check_shape(r.dw, "*dweight", &x->shape[1], 1, SHAPE_HINT);
-    ex_check_shape(r.db, "*dbias", &x->shape[1], 1, SHAPE_HINT);
-    return r;
+    tg_tensor *lecture = lecture_dx(dx_right, dy, x, w, mean, rstd);
+    char report[1024];
+    bool is_lecture = tg_test_close(dx, lecture, 1e-9, 1e-11, false, report,
+                                    sizeof report) &&
+                      !tg_test_close(dx, dx_right, 1e-9, 1e-11, false,
+                                     report, sizeof report);
+    tg_release(lecture);
+    cr_assert(!is_lecture, LECTURE_MESSAGE);
 }
 
 TG_TEST(ex07, matches_numpy)
@@ -74,15 +88,12 @@ TG_TEST(ex07, matches_numpy)
     tg_tensor *dy = tg_test_load_ref("ex07_dy");
     tg_tensor *mean = tg_test_load_ref("ex07_mean");
     tg_tensor *rstd = tg_test_load_ref("ex07_rstd");
-    bn_grads r = student_backward(dy, x, w, mean, rstd);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, x, w, mean, rstd);
     tg_tensor *lecture = tg_test_load_ref("ex07_dx_lecture");
     char report[1024];
     cr_assert(!tg_test_close(r.dx, lecture, 1e-10, 1e-12, false, report,
                              sizeof report),
-              "dx has the factor N/(N-1) of makemore part 4's formula. The "
-              "lecture's forward divided the variance by N - 1 (unbiased); "
-              "this one divides by N (biased, as PyTorch), and then the "
-              "xhat term has no such factor.");
+              LECTURE_MESSAGE);
     tg_release(lecture);
     /* the complex step is exact to rounding; rstd is up to 4 here */
     tg_test_check_ref(r.dx, "ex07_dx", 1e-10, 1e-12);
@@ -121,20 +132,7 @@ static tg_tensor *bn_forward(tg_ctx *ctx, const tg_tensor *const *in, int n,
 static int bn_backward(tg_ctx *ctx, const tg_tensor *g,
                        tg_tensor **grad_inputs)
 {
-    bn_grads r;
-    if (!call_student(g, tg_ctx_saved(ctx, 0), tg_ctx_saved(ctx, 1),
-                      tg_ctx_saved(ctx, 2), tg_ctx_saved(ctx, 3), &r)) {
-        bn_grads_release(&r);
-        return -1;
-    }
-    tg_tensor *grads[3] = {r.dx, r.dw, r.db};
-    for (int i = 0; i < 3; i++) {
-        if (tg_ctx_needs_grad(ctx, i))
-            grad_inputs[i] = grads[i];
-        else
-            tg_release(grads[i]);
-    }
-    return 0;
+    return ex_norm_function_backward(&exercise, ctx, g, grad_inputs);
 }
 
 static const tg_function student_bn = {"StudentBatchNormBackward",
@@ -147,38 +145,26 @@ static tg_tensor *apply_student_bn(const tg_tensor *const *in, int n, void *user
                              NULL);
 }
 
-/* f returns y itself, so gradcheck compares the full Jacobian: a loss of
- * sum(y) has a zero gradient for x by construction and would pass any
- * backward that gets that right. */
+static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
+                                  bool constant_channel, bool lecture_only,
+                                  const char *note);
+
+/* The lecture's factor is looked for first, on the same shape, so that a
+ * student who made that mistake reads its name, not a Jacobian entry. */
 TG_TEST(ex07, gradcheck)
 {
-    tg_generator *gen = tg_generator_new(71);
-    tg_tensor *in[3] = {
-        tg_randn_gen(gen, TG_SHAPE(5, 3), TG_FLOAT64),
-        tg_randn_gen(gen, TG_SHAPE(3), TG_FLOAT64),
-        tg_randn_gen(gen, TG_SHAPE(3), TG_FLOAT64),
-    };
-    for (int i = 0; i < 3; i++)
-        tg_set_requires_grad(in[i], true);
-    tg_gradcheck_options opts = tg_gradcheck_defaults();
-    opts.quiet = true;
-    tg_gradcheck_result r;
-    int ok = tg_gradcheck(apply_student_bn, NULL, in, 3, &opts, &r);
-    cr_assert_neq(ok, -1, "the backward failed: %s", tg_last_error());
-    cr_assert_eq(ok, 1,
-                 "gradcheck failed (input 0 is x, 1 weight, 2 bias):\n%s",
-                 r.message);
-    for (int i = 0; i < 3; i++)
-        tg_release(in[i]);
-    tg_generator_free(gen);
+    check_against_library(5, 3, 71, false, true, "");
+    ex_norm_gradcheck(&exercise, apply_student_bn, 5, 3, 71);
 }
 
 /* The student's gradients against those tapegrad's tg_batch_norm_ex
- * gives in training mode for L = sum(y * dy). The student gets detached
+ * gives in training mode for L = sum(y * dy), after the diagnosis of the
+ * lecture's factor (alone when lecture_only). The student gets detached
  * copies, so nothing of theirs is recorded. With constant_channel, column
  * 0 of x is all 3.0. note is added to the message about dx. */
 static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
-                                  bool constant_channel, const char *note)
+                                  bool constant_channel, bool lecture_only,
+                                  const char *note)
 {
     tg_generator *gen = tg_generator_new(seed);
     tg_tensor *x = tg_randn_gen(gen, TG_SHAPE(rows, cols), TG_FLOAT64);
@@ -201,17 +187,20 @@ static void check_against_library(int64_t rows, int64_t cols, uint64_t seed,
     tg_tensor *loss = tg_sum(yd, NULL, 0, false);
     cr_assert_eq(tg_backward(loss), 0, "%s", tg_last_error());
     tg_tensor *xd = tg_detach(x), *wd = tg_detach(w);
-    bn_grads r = student_backward(dy, xd, wd, mean, rstd);
-    char what[512];
-    snprintf(what, sizeof what, "dx against tg_batch_norm_ex's%s", note);
-    /* two float64 evaluations of one formula; a constant channel has
-     * rstd = 1 / sqrt(eps) = 316, which scales the rounding */
-    ex_check_close(r.dx, x->grad, what, 1e-9, 1e-11);
-    ex_check_close(r.dw, w->grad, "dweight against tg_batch_norm_ex's", 1e-9,
-                1e-11);
-    ex_check_close(r.db, b->grad, "dbias against tg_batch_norm_ex's", 1e-9,
-                1e-11);
-    bn_grads_release(&r);
+    ex_norm_grads r = ex_norm_backward(&exercise, dy, xd, wd, mean, rstd);
+    check_not_lecture(r.dx, x->grad, dy, xd, wd, mean, rstd);
+    if (!lecture_only) {
+        char what[512];
+        snprintf(what, sizeof what, "dx against tg_batch_norm_ex's%s", note);
+        /* two float64 evaluations of one formula; a constant channel has
+         * rstd = 1 / sqrt(eps) = 316, which scales the rounding */
+        ex_check_close(r.dx, x->grad, what, 1e-9, 1e-11);
+        ex_check_close(r.dw, w->grad, "dweight against tg_batch_norm_ex's",
+                       1e-9, 1e-11);
+        ex_check_close(r.db, b->grad, "dbias against tg_batch_norm_ex's",
+                       1e-9, 1e-11);
+    }
+    ex_norm_grads_release(&r);
     tg_release(wd);
     tg_release(xd);
     tg_release(loss);
@@ -236,17 +225,17 @@ static const char *const batch_of_two =
 
 TG_TEST(ex07, batch_of_two_one_channel)
 {
-    check_against_library(2, 1, 72, false, batch_of_two);
+    check_against_library(2, 1, 72, false, false, batch_of_two);
 }
 
 TG_TEST(ex07, batch_of_two)
 {
-    check_against_library(2, 3, 73, false, batch_of_two);
+    check_against_library(2, 3, 73, false, false, batch_of_two);
 }
 
 TG_TEST(ex07, larger_batch)
 {
-    check_against_library(64, 2, 74, false, "");
+    check_against_library(64, 2, 74, false, false, "");
 }
 
 /* A channel of variance 0: xhat = 0 there, and dx = weight * rstd *
@@ -254,29 +243,10 @@ TG_TEST(ex07, larger_batch)
  * section 5). */
 TG_TEST(ex07, constant_channel)
 {
-    check_against_library(4, 3, 75, true, "");
+    check_against_library(4, 3, 75, true, false, "");
 }
 
 TG_TEST(ex07, leaves_inputs_alone)
 {
-    const char *names[5] = {"ex07_dy", "ex07_x", "ex07_w", "ex07_mean",
-                            "ex07_rstd"};
-    tg_tensor *in[5], *before[5];
-    for (int i = 0; i < 5; i++) {
-        in[i] = tg_test_load_ref(names[i]);
-        before[i] = tg_test_load_ref(names[i]);
-    }
-    bn_grads r = student_backward(in[0], in[1], in[2], in[3], in[4]);
-    for (int i = 0; i < 5; i++) {
-        cr_assert(r.dx != in[i] && r.dw != in[i] && r.db != in[i],
-                  "return new tensors, not an argument");
-        char what[64];
-        snprintf(what, sizeof what, "%s was changed", names[i] + 5);
-        ex_check_close(in[i], before[i], what, 0, 0);
-    }
-    bn_grads_release(&r);
-    for (int i = 0; i < 5; i++) {
-        tg_release(before[i]);
-        tg_release(in[i]);
-    }
+    ex_norm_leaves_inputs_alone(&exercise, "ex07");
 }

@@ -20,6 +20,7 @@
 #define _DEFAULT_SOURCE // MAP_ANONYMOUS
 #include "../common.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,41 +47,58 @@ static bool cache_on(void)
     return BLOCK_CACHE && !(s && strcmp(s, "0") == 0);
 }
 
-/* Faults over STEPS steps after WARMUP steps and one window of STEPS
- * more, whose count is only printed: in the test's forked process the
- * medium MLP step took one fault, once, in the first window after its
- * warm-up however long the warm-up was (5 or 10 steps), and none after;
- * the library run alone (a plain program, not forked) takes none from
- * its sixth step on. Steady state is what comes after that one-off.
+/* Faults in each of WINDOWS windows of STEPS steps, after WARMUP steps.
+ * A warm step takes none, but a fault now and then comes from outside
+ * the library (seen: one fault in one window of the forked test process,
+ * whatever the warm-up; the kernel may also unmap a page under memory
+ * pressure), so steady state is: some window takes none, and no window
+ * takes more than STRAY_FAULTS. Without the block cache the medium MLP
+ * step faulted 114 pages in on every step (2280 a window).
  * `step` returns 0 on success. */
-static long steady_faults(int (*step)(void *), void *ctx)
+enum { WINDOWS = 4, STRAY_FAULTS = 2 };
+
+typedef struct fault_windows {
+    long min, max;
+} fault_windows;
+
+static fault_windows steady_faults(int (*step)(void *), void *ctx)
 {
     for (int i = 0; i < WARMUP; i++)
         cr_assert_eq(step(ctx), 0, "%s", tg_last_error());
-    long faults[2];
+    fault_windows f = {LONG_MAX, 0};
     int failed = 0;
-    for (int w = 0; w < 2; w++) {
+    fprintf(stderr, "page faults in %d windows of %d steps:", WINDOWS, STEPS);
+    for (int w = 0; w < WINDOWS; w++) {
         long before = minor_faults();
         for (int i = 0; i < STEPS; i++)
             failed |= step(ctx);
-        faults[w] = minor_faults() - before;
+        long n = minor_faults() - before;
+        fprintf(stderr, " %ld", n);
+        f.min = n < f.min ? n : f.min;
+        f.max = n > f.max ? n : f.max;
     }
+    fprintf(stderr, "\n");
     cr_assert_eq(failed, 0, "%s", tg_last_error());
-    fprintf(stderr, "page faults in two windows of %d steps: %ld, %ld\n",
-            STEPS, faults[0], faults[1]);
-    return faults[1];
+    return f;
 }
 
-static void expect_no_faults(const char *what, long faults)
+static bool is_steady(fault_windows f)
+{
+    return f.min == 0 && f.max <= STRAY_FAULTS;
+}
+
+static void expect_no_faults(const char *what, fault_windows f)
 {
     if (!cache_on()) {
-        fprintf(stderr, "%s: %ld page faults in %d steps (the block cache "
-                        "is off in this run: not checked)\n",
-                what, faults, STEPS);
+        fprintf(stderr, "%s: %ld..%ld page faults in %d steps (the block "
+                        "cache is off in this run: not checked)\n",
+                what, f.min, f.max, STEPS);
         return;
     }
-    cr_assert_eq(faults, 0, "%s: %ld page faults in %d warm steps", what,
-                 faults, STEPS);
+    cr_assert(is_steady(f),
+              "%s: %ld to %ld page faults in windows of %d warm steps "
+              "(steady state: a window with none, none above %d)",
+              what, f.min, f.max, STEPS, STRAY_FAULTS);
 }
 
 /* ------------------------------------------------------------ LayerNorm */
@@ -181,8 +199,10 @@ static int fresh_block_step(void *p)
 
 TG_TEST(steady_faults, the_count_sees_a_block_faulted_in_every_step)
 {
-    long faults = steady_faults(fresh_block_step, NULL);
+    fault_windows f = steady_faults(fresh_block_step, NULL);
     /* 256 pages a step; a transparent huge page could map them at once */
-    cr_assert_geq(faults, STEPS, "%ld page faults for %d fresh 1 MiB "
-                  "blocks: the counter does not see faults", faults, STEPS);
+    cr_assert_geq(f.min, STEPS, "%ld page faults for %d fresh 1 MiB "
+                  "blocks: the counter does not see faults", f.min, STEPS);
+    cr_assert_not(is_steady(f), "the steady-state check accepts a step "
+                  "that faults a fresh block in every time");
 }

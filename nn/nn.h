@@ -501,6 +501,29 @@ int tg_words_dataset(const tg_words *w, int64_t begin, int64_t end,
 int tg_words_split(const tg_words *w, int block_size, uint64_t seed,
                    tg_dataset *train, tg_dataset *dev, tg_dataset *test);
 
+/* ------------------------------------------- digits: 8x8 handwritten digits */
+/* The 8x8 handwritten digits of data/digits.csv.gz (nn/digits.c gives the
+ * format; data/README.md the origin): TG_DIGITS_COUNT images of
+ * TG_DIGITS_PIXELS pixels, each pixel 0..16, labelled 0..9. Arguments
+ * borrowed. */
+#define TG_DIGITS_COUNT 1797
+#define TG_DIGITS_PIXELS 64
+/* Reads the digits file at path (gzip, or plain text) into out: x
+ * (1797, 1, 8, 8) float32 with the pixel values of the file, 0 to 16 (not
+ * scaled), y (1797,) int64, the labels 0 to 9, in the order of the file.
+ * out receives new references (release them with tg_dataset_free).
+ * Returns 0, or -1 with an error naming the line and field of a bad
+ * line. */
+int tg_digits_load(const char *path, tg_dataset *out);
+/* tg_digits_load, then tg_dataset_split(all, val_fraction, g, train, val)
+ * with g = tg_generator_new(seed): the last round(val_fraction * 1797)
+ * images of a seeded permutation go to val, the rest to train; the same
+ * seed gives the same split. val_fraction in (0, 1). train and val
+ * receive new references (release them with tg_dataset_free). Returns 0
+ * or -1. */
+int tg_digits_split(const char *path, double val_fraction, uint64_t seed,
+                    tg_dataset *train, tg_dataset *val);
+
 #ifdef __cplusplus
 }
 #endif

@@ -523,6 +523,36 @@ int tg_digits_load(const char *path, tg_dataset *out);
  * or -1. */
 int tg_digits_split(const char *path, double val_fraction, uint64_t seed,
                     tg_dataset *train, tg_dataset *val);
+/* ------------------------------------------------------------ image layers */
+
+/* nn.Conv2d(in_channels, out_channels, (kernel_h, kernel_w), stride,
+ * padding, dilation, groups, bias): tg_conv2d with the layer's weight and
+ * bias on (N, in_channels, H, W) inputs (or one (in_channels, H, W)
+ * image). opts as tg_conv2d's (NULL or zeroed: the defaults); groups must
+ * divide both channel counts. Parameters "weight" (out_channels,
+ * in_channels / groups, kernel_h, kernel_w) and, when bias, "bias"
+ * (out_channels,), float32, initialised as PyTorch 1.13 does and in its
+ * order: weight U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + 5)) / sqrt(fan_in)
+ * (kaiming_uniform_ with a = sqrt(5)), then bias U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)), fan_in = in_channels / groups * kernel_h * kernel_w:
+ * after tg_manual_seed(s) they equal those of torch.manual_seed(s);
+ * nn.Conv2d(...). Prints as PyTorch does, "Conv2d(1, 8, kernel_size=(3, 3),
+ * stride=(1, 1), padding=(1, 1))". The caller frees the module with
+ * tg_module_free() (unless a parent takes it); opts borrowed. */
+tg_module *tg_conv2d_new(int64_t in_channels, int64_t out_channels,
+                         int64_t kernel_h, int64_t kernel_w,
+                         const tg_conv2d_options *opts, bool bias);
+/* nn.MaxPool2d(kernel_size, stride, padding) and nn.AvgPool2d(kernel_size,
+ * stride, padding): tg_max_pool2d and tg_avg_pool2d with square windows;
+ * stride 0 means kernel_size (PyTorch's stride=None), 0 <= padding <=
+ * kernel_size / 2. No parameters. Print as "MaxPool2d(kernel_size=2,
+ * stride=2, padding=0, dilation=1, ceil_mode=False)" and
+ * "AvgPool2d(kernel_size=2, stride=2, padding=0)". The caller frees the
+ * module with tg_module_free() (unless a parent takes it). */
+tg_module *tg_max_pool2d_new(int64_t kernel_size, int64_t stride,
+                             int64_t padding);
+tg_module *tg_avg_pool2d_new(int64_t kernel_size, int64_t stride,
+                             int64_t padding);
 
 #ifdef __cplusplus
 }

@@ -486,6 +486,56 @@ tg_tensor *tg_max_pool2d(const tg_tensor *x, const int64_t kernel[2],
 tg_tensor *tg_avg_pool2d(const tg_tensor *x, const int64_t kernel[2],
                          const int64_t stride[2], const int64_t padding[2]);
 
+/* ------------------------------------------- GroupNorm and InstanceNorm */
+/* One computation over groups of channels (autograd/ops/group_norm.c,
+ * docs/normalization.md section 6): x is (N, C, *) and each sample's C
+ * channels are split into G groups of C / G; each group of each sample is
+ * normalised over its (C / G) * prod(shape[2:]) values, then weight and
+ * bias act per channel. G = C is InstanceNorm, G = 1 normalises each
+ * sample whole (LayerNorm over (C, ...) without the affine part). Both ops
+ * record NativeGroupNormBackward0, whose closed-form backward is
+ * LayerNorm's applied to each group. */
+
+/* As torch.nn.functional.group_norm(x, num_groups, weight, bias, eps):
+ * x is (N, C, *) float32 or float64 with C divisible by num_groups >= 1;
+ *   mean = sum(group) / n,  var = sum((group - mean)^2) / n     (biased)
+ *   y    = (x - mean) / sqrt(var + eps) * weight[c] + bias[c]
+ * over the n = (C / num_groups) * prod(shape[2:]) values of each group of
+ * each sample. weight and bias: (C,) of x's dtype, or NULL. Statistics
+ * accumulate in double, two-pass. A constant group with eps 0 gives NaN,
+ * as in PyTorch. New reference; arguments borrowed. */
+tg_tensor *tg_group_norm(const tg_tensor *x, int64_t num_groups,
+                         const tg_tensor *weight, const tg_tensor *bias,
+                         double eps);
+/* tg_group_norm built from primitive ops (reshape, mean, sub, mul, rsqrt,
+ * ...), which the tape differentiates: the plain reference of the fused
+ * op. New reference; arguments borrowed. */
+tg_tensor *tg_group_norm_composed(const tg_tensor *x, int64_t num_groups,
+                                  const tg_tensor *weight,
+                                  const tg_tensor *bias, double eps);
+/* As torch.nn.functional.instance_norm(x, running_mean, running_var,
+ * weight, bias, use_input_stats, momentum, eps). x is (N, C, *) with at
+ * least one dim after C. With use_input_stats, each channel of each sample
+ * is normalised over its own values: tg_group_norm with num_groups = C;
+ * the product of the dims after C must then be > 1. When running_mean and
+ * running_var are given they are updated in place (no gradient), as
+ * PyTorch does it: each sample's copy moves by momentum towards that
+ * sample's statistics and the copies are averaged over the batch,
+ *   running_mean = (1 - m) * running_mean + m * mean_n(mean[n, c])
+ *   running_var  = (1 - m) * running_var
+ *                  + m * mean_n(var[n, c] * S / (S - 1))       (unbiased)
+ * with S the values per channel. Without use_input_stats the running
+ * statistics normalise instead (they are required then and are not
+ * updated): that is BatchNorm in eval, and records
+ * NativeBatchNormBackward0. running_mean, running_var, weight, bias: (C,)
+ * of x's dtype, or NULL (the running pair both or neither); momentum in
+ * [0, 1]. New reference; arguments borrowed (the running statistics are
+ * updated in place). */
+tg_tensor *tg_instance_norm(const tg_tensor *x, tg_tensor *running_mean,
+                            tg_tensor *running_var, const tg_tensor *weight,
+                            const tg_tensor *bias, bool use_input_stats,
+                            double momentum, double eps);
+
 #ifdef __cplusplus
 }
 #endif

@@ -523,6 +523,7 @@ int tg_digits_load(const char *path, tg_dataset *out);
  * or -1. */
 int tg_digits_split(const char *path, double val_fraction, uint64_t seed,
                     tg_dataset *train, tg_dataset *val);
+
 /* ------------------------------------------------------------ image layers */
 
 /* nn.Conv2d(in_channels, out_channels, (kernel_h, kernel_w), stride,
@@ -553,6 +554,39 @@ tg_module *tg_max_pool2d_new(int64_t kernel_size, int64_t stride,
                              int64_t padding);
 tg_module *tg_avg_pool2d_new(int64_t kernel_size, int64_t stride,
                              int64_t padding);
+
+/* ------------------------------------------- GroupNorm and InstanceNorm */
+/* nn/group_norm.c; the ops are tg_group_norm and tg_instance_norm. */
+
+/* nn.GroupNorm(num_groups, num_channels, eps, affine): splits the C =
+ * num_channels channels of an (N, C, *) input into num_groups groups and
+ * normalises each group of each sample (tg_group_norm). num_channels must
+ * be divisible by num_groups. With affine, parameters "weight" (ones) and
+ * "bias" (zeros) of shape (C,). PyTorch's defaults: eps 1e-5, affine true.
+ * Same in train and eval. float32; tg_module_to_dtype converts. Prints as
+ * "GroupNorm(4, 16, eps=1e-05, affine=True)". New module: the caller frees
+ * it with tg_module_free() (unless a parent takes it). */
+tg_module *tg_group_norm_new(int64_t num_groups, int64_t num_channels,
+                             double eps, bool affine);
+/* nn.InstanceNorm1d(num_features, eps, momentum, affine,
+ * track_running_stats): input (N, C, L), or (C, L) for one sample.
+ * nn.InstanceNorm2d: input (N, C, H, W), or (C, H, W). Each channel of
+ * each sample is normalised over its own values (tg_instance_norm). With
+ * affine, parameters "weight" (ones) and "bias" (zeros) of shape (C,);
+ * with track_running_stats, buffers "running_mean" (zeros), "running_var"
+ * (ones) and "num_batches_tracked" (int64 0, kept for checkpoints and, as
+ * in PyTorch, never counted): training updates the running statistics by
+ * momentum, and eval normalises with them. PyTorch's defaults: eps 1e-5,
+ * momentum 0.1, affine false, track_running_stats false. Prints as
+ * "InstanceNorm2d(16, eps=1e-05, momentum=0.1, affine=False,
+ * track_running_stats=False)". New module: the caller frees it with
+ * tg_module_free() (unless a parent takes it). */
+tg_module *tg_instance_norm1d_new(int64_t num_features, double eps,
+                                  double momentum, bool affine,
+                                  bool track_running_stats);
+tg_module *tg_instance_norm2d_new(int64_t num_features, double eps,
+                                  double momentum, bool affine,
+                                  bool track_running_stats);
 
 #ifdef __cplusplus
 }

@@ -496,10 +496,10 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
 {
     int64_t K = s->c / s->groups * s->kh * s->kw, NL = s->n * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, gshape[2] = {s->o / s->groups, NL};
-    tg_tensor *cols = tg_alloc(cshape, 2, x->dtype);
-    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, x->dtype) : NULL;
-    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, x->dtype) : NULL;
-    if (tmp && x->dtype == TG_FLOAT32)
+    tg_tensor *cols = tg_alloc(cshape, 2, w->dtype);
+    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, w->dtype) : NULL;
+    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, w->dtype) : NULL;
+    if (tmp && w->dtype == TG_FLOAT32)
         conv_backward_f32(x ? tg_data_f32(x) : NULL, tg_data_f32(w), tg_data_f32(dy), s,
                           dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
@@ -572,7 +572,7 @@ static int conv_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
      * output element there is nothing to add */
     int rc = 0;
     if (s->n * s->ho * s->wo == 0) {
-        rc = 0;
+        /* no output element: nothing to add */
     } else if (naive) {
         rc = grads_naive(x, w, g, s, dx, dw);
     } else {

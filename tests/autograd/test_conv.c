@@ -595,3 +595,75 @@ TG_TEST(pool, max_ties_and_nan)
     tg_release(y);
     tg_release(x);
 }
+
+/* -------------------------------------------------- gradcheck can fail */
+
+/* y = conv2d(x, w, b) with x and w fixed, as a tg_function of b whose
+ * backward is db = sum of dy over (p, q) and over the batch when
+ * `batch_sum` (right), or over (p, q) of the first image only (the
+ * mistake of forgetting that the bias is shared by every image). */
+static tg_tensor *bias_forward(tg_ctx *ctx, const tg_tensor *const *in,
+                               int n, const void *args)
+{
+    (void)ctx, (void)n, (void)args;
+    return tg_conv2d(in[0], in[1], in[2], NULL);
+}
+
+static int bias_backward(tg_ctx *ctx, const tg_tensor *g, tg_tensor **grads,
+                         bool batch_sum)
+{
+    if (!tg_ctx_needs_grad(ctx, 2))
+        return 0;
+    tg_tensor *first = batch_sum ? tg_retain((tg_tensor *)g)
+                                 : tg_slice(g, 0, 0, 1, 1);
+    grads[2] = tg_sum(first, (int[]){0, 2, 3}, 3, false);
+    tg_release(first);
+    return grads[2] ? 0 : -1;
+}
+
+static int bias_backward_right(tg_ctx *ctx, const tg_tensor *g,
+                               tg_tensor **grads)
+{
+    return bias_backward(ctx, g, grads, true);
+}
+
+static int bias_backward_wrong(tg_ctx *ctx, const tg_tensor *g,
+                               tg_tensor **grads)
+{
+    return bias_backward(ctx, g, grads, false);
+}
+
+static const tg_function bias_right = {"ConvBiasRight", bias_forward,
+                                       bias_backward_right, 0};
+static const tg_function bias_wrong = {"ConvBiasWrong", bias_forward,
+                                       bias_backward_wrong, 0};
+
+static tg_tensor *apply_right(const tg_tensor *const *in, int n, void *c)
+{
+    (void)c;
+    return tg_function_apply(&bias_right, in, n, NULL);
+}
+
+static tg_tensor *apply_wrong(const tg_tensor *const *in, int n, void *c)
+{
+    (void)c;
+    return tg_function_apply(&bias_wrong, in, n, NULL);
+}
+
+TG_TEST(conv, gradcheck_catches_a_bias_gradient_of_one_image)
+{
+    tg_tensor *in[3] = {check(tg_randn(TG_SHAPE(2, 2, 4, 4), TG_FLOAT64)),
+                        check(tg_randn(TG_SHAPE(3, 2, 3, 3), TG_FLOAT64)),
+                        check(tg_randn(TG_SHAPE(3), TG_FLOAT64))};
+    tg_set_requires_grad(in[2], true);
+    tg_gradcheck_options o = tg_gradcheck_defaults();
+    o.quiet = true;
+    tg_gradcheck_result r;
+    cr_assert_eq(tg_gradcheck(apply_right, NULL, in, 3, &o, &r), 1, "%s",
+                 r.message);
+    cr_assert_eq(tg_gradcheck(apply_wrong, NULL, in, 3, &o, &r), 0);
+    cr_assert(strstr(r.message, "backward disagrees") != NULL, "%s",
+              r.message);
+    for (int k = 0; k < 3; k++)
+        tg_release(in[k]);
+}

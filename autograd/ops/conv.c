@@ -125,6 +125,20 @@ static void conv_backward_naive(const double *x, const double *w,
 
 /* ------------------------------------------------------ im2col kernels */
 
+/* The output columns [*q0, *q1) whose kernel tap j reads inside the
+ * image: iw = q sw - pw + j dw in [0, W). The others read the padding. */
+static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
+                        int64_t *q1)
+{
+    int64_t off = j * s->dw - s->pw; // iw = q sw + off
+    int64_t lo = off >= 0 ? 0 : (-off + s->sw - 1) / s->sw;
+    int64_t hi = s->w - off <= 0 ? 0 : (s->w - off - 1) / s->sw + 1;
+    *q0 = lo < s->wo ? lo : s->wo;
+    *q1 = hi < s->wo ? hi : s->wo;
+    if (*q1 < *q0)
+        *q1 = *q0;
+}
+
 /* For float and double: im2col, col2im, and the forward and backward of
  * the top of the file on contiguous arrays.
  *
@@ -142,6 +156,8 @@ static void conv_backward_naive(const double *x, const double *w,
             for (int64_t i = 0; i < s->kh; i++)                             \
                 for (int64_t j = 0; j < s->kw; j++) {                       \
                     T *row = cols + ((c * s->kh + i) * s->kw + j) * NL;     \
+                    int64_t q0, q1;                                         \
+                    inside_cols(s, j, &q0, &q1);                            \
                     for (int64_t n = 0; n < s->n; n++) {                    \
                         const T *plane =                                    \
                             x + (n * s->c + g * cg + c) * s->h * s->w;      \
@@ -154,11 +170,18 @@ static void conv_backward_naive(const double *x, const double *w,
                                 continue;                                   \
                             }                                               \
                             const T *src = plane + ih * s->w;               \
-                            for (int64_t q = 0; q < s->wo; q++) {           \
-                                int64_t iw = q * s->sw - s->pw + j * s->dw; \
-                                dst[q] = iw >= 0 && iw < s->w ? src[iw]     \
-                                                              : (T)0;       \
-                            }                                               \
+                            for (int64_t q = 0; q < q0; q++)                \
+                                dst[q] = 0;                                 \
+                            const T *at = src + q0 * s->sw - s->pw +        \
+                                          j * s->dw;                        \
+                            if (s->sw == 1 && q1 > q0)                      \
+                                memcpy(dst + q0, at,                        \
+                                       sizeof(T) * (size_t)(q1 - q0));      \
+                            else                                            \
+                                for (int64_t q = q0; q < q1; q++)           \
+                                    dst[q] = at[(q - q0) * s->sw];          \
+                            for (int64_t q = q1; q < s->wo; q++)            \
+                                dst[q] = 0;                                 \
                         }                                                   \
                     }                                                       \
                 }                                                           \
@@ -173,6 +196,8 @@ static void conv_backward_naive(const double *x, const double *w,
                 for (int64_t j = 0; j < s->kw; j++) {                       \
                     const T *row =                                          \
                         cols + ((c * s->kh + i) * s->kw + j) * NL;          \
+                    int64_t q0, q1;                                         \
+                    inside_cols(s, j, &q0, &q1);                            \
                     for (int64_t n = 0; n < s->n; n++) {                    \
                         T *plane =                                          \
                             dx + (n * s->c + g * cg + c) * s->h * s->w;     \
@@ -182,11 +207,9 @@ static void conv_backward_naive(const double *x, const double *w,
                                 continue;                                   \
                             const T *src = row + n * L + p * s->wo;         \
                             T *dst = plane + ih * s->w;                     \
-                            for (int64_t q = 0; q < s->wo; q++) {           \
-                                int64_t iw = q * s->sw - s->pw + j * s->dw; \
-                                if (iw >= 0 && iw < s->w)                   \
-                                    dst[iw] += src[q];                      \
-                            }                                               \
+                            T *at = dst + q0 * s->sw - s->pw + j * s->dw;   \
+                            for (int64_t q = q0; q < q1; q++)               \
+                                at[(q - q0) * s->sw] += src[q];             \
                         }                                                   \
                     }                                                       \
                 }                                                           \
@@ -496,10 +519,10 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
 {
     int64_t K = s->c / s->groups * s->kh * s->kw, NL = s->n * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, gshape[2] = {s->o / s->groups, NL};
-    tg_tensor *cols = tg_alloc(cshape, 2, x->dtype);
-    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, x->dtype) : NULL;
-    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, x->dtype) : NULL;
-    if (tmp && x->dtype == TG_FLOAT32)
+    tg_tensor *cols = tg_alloc(cshape, 2, w->dtype);
+    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, w->dtype) : NULL;
+    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, w->dtype) : NULL;
+    if (tmp && w->dtype == TG_FLOAT32)
         conv_backward_f32(x ? tg_data_f32(x) : NULL, tg_data_f32(w), tg_data_f32(dy), s,
                           dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
@@ -572,7 +595,7 @@ static int conv_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
      * output element there is nothing to add */
     int rc = 0;
     if (s->n * s->ho * s->wo == 0) {
-        rc = 0;
+        /* no output element: nothing to add */
     } else if (naive) {
         rc = grads_naive(x, w, g, s, dx, dw);
     } else {

@@ -55,5 +55,7 @@ extern const tg_grad_case tg_grad_cases_join[];
 extern const size_t tg_grad_cases_join_count;
 extern const tg_grad_case tg_grad_cases_index[];
 extern const size_t tg_grad_cases_index_count;
+extern const tg_grad_case tg_grad_cases_conv[];
+extern const size_t tg_grad_cases_conv_count;
 
 #endif

@@ -2511,4 +2511,57 @@ ERROR_CASE(tg_digits_split, missing_file, "the file does not exist")
                  "tg_digits_split: cannot open 'missing.csv.gz': No such "
                  "file or directory");
     scratch_leave();
+/* ---- image layers ---- */
+
+ERROR_CASE(tg_conv2d_new, zero_size, "a channel count or kernel size is < 1")
+{
+    tg_module *m = tg_conv2d_new(0, 8, 3, 3, NULL, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: cannot make a Conv2d layer from "
+                            "0 to 8 channels with a (3, 3) kernel");
+}
+
+ERROR_CASE(tg_conv2d_new, negative_option,
+           "a stride, padding, dilation or groups is negative")
+{
+    tg_module *m = tg_conv2d_new(1, 8, 3, 3,
+                                 &(tg_conv2d_options){.padding = {-1, 1}},
+                                 true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: negative option: stride (0, 0), "
+                            "padding (-1, 1), dilation (0, 0), groups 0");
+}
+
+ERROR_CASE(tg_conv2d_new, groups_do_not_divide,
+           "groups does not divide in_channels and out_channels")
+{
+    tg_module *m = tg_conv2d_new(4, 6, 3, 3,
+                                 &(tg_conv2d_options){.groups = 4}, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: groups 4 does not divide "
+                            "in_channels 4 and out_channels 6");
+}
+
+ERROR_CASE(tg_conv2d_new, weight_too_large,
+           "the weight would have 2^59 elements or more")
+{
+    tg_module *m = tg_conv2d_new(INT64_C(1) << 30, INT64_C(1) << 30, 1, 1,
+                                 NULL, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: shape (1073741824, 1073741824, "
+                            "1, 1) has too many elements");
+}
+
+ERROR_CASE(tg_max_pool2d_new, bad_window,
+           "kernel_size < 1, stride < 0, or padding outside "
+           "[0, kernel_size / 2]")
+{
+    tg_module *m = tg_max_pool2d_new(2, 0, 2);
+    EXPECT_ERROR(m == NULL, "tg_max_pool2d_new: invalid window: kernel_size "
+                            "2, stride 0, padding 2");
+}
+
+ERROR_CASE(tg_avg_pool2d_new, bad_window,
+           "kernel_size < 1, stride < 0, or padding outside "
+           "[0, kernel_size / 2]")
+{
+    tg_module *m = tg_avg_pool2d_new(0, 1, 0);
+    EXPECT_ERROR(m == NULL, "tg_avg_pool2d_new: invalid window: kernel_size "
+                            "0, stride 1, padding 0");
 }

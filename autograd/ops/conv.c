@@ -491,44 +491,49 @@ typedef struct conv_ctx {
 } conv_ctx;
 
 /* dx and dw into the zeroed double buffers dxd, dwd (NULL when not
- * wanted) with the reference loops; x (NULL when dw is not wanted), w, dy
- * of any float dtype. */
+ * wanted) with the reference loops; x (NULL when dw is not wanted), w
+ * (NULL when dx is not wanted), dy of any float dtype. */
 static int grads_naive(const tg_tensor *x, const tg_tensor *w,
                        const tg_tensor *dy, const conv_geom *s,
                        tg_tensor *dxd, tg_tensor *dwd)
 {
     tg_tensor *xd = x ? tg_contiguous_as(x, TG_FLOAT64) : NULL;
-    tg_tensor *wd = xd || !x ? tg_contiguous_as(w, TG_FLOAT64) : NULL;
-    tg_tensor *dyd = wd ? tg_contiguous_as(dy, TG_FLOAT64) : NULL;
-    if (dyd)
-        conv_backward_naive(xd ? tg_data_f64(xd) : NULL, tg_data_f64(wd),
+    tg_tensor *wd = w ? tg_contiguous_as(w, TG_FLOAT64) : NULL;
+    tg_tensor *dyd = tg_contiguous_as(dy, TG_FLOAT64);
+    bool ok = dyd && (xd || !x) && (wd || !w);
+    if (ok)
+        conv_backward_naive(xd ? tg_data_f64(xd) : NULL,
+                            wd ? tg_data_f64(wd) : NULL,
                             tg_data_f64(dyd), s,
                             dxd ? tg_data_f64(dxd) : NULL,
                             dwd ? tg_data_f64(dwd) : NULL, NULL);
     tg_release(dyd);
     tg_release(wd);
     tg_release(xd);
-    return dyd ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
-/* dx and dw (zeroed, x's dtype, NULL when not wanted) with im2col and the
- * gemm; x (NULL when dw is not wanted), w, dy contiguous of that dtype. */
+/* dx and dw (zeroed, dy's dtype, NULL when not wanted) with im2col and
+ * the gemm; x (NULL when dw is not wanted), w (NULL when dx is not
+ * wanted), dy contiguous of that dtype. */
 static int grads_fast(const tg_tensor *x, const tg_tensor *w,
                       const tg_tensor *dy, const conv_geom *s, tg_tensor *dx,
                       tg_tensor *dw)
 {
     int64_t K = s->c / s->groups * s->kh * s->kw, NL = s->n * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, gshape[2] = {s->o / s->groups, NL};
-    tg_tensor *cols = tg_alloc(cshape, 2, w->dtype);
-    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, w->dtype) : NULL;
-    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, w->dtype) : NULL;
-    if (tmp && w->dtype == TG_FLOAT32)
-        conv_backward_f32(x ? tg_data_f32(x) : NULL, tg_data_f32(w), tg_data_f32(dy), s,
+    tg_tensor *cols = tg_alloc(cshape, 2, dy->dtype);
+    tg_tensor *dyg = cols ? tg_alloc(gshape, 2, dy->dtype) : NULL;
+    tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, dy->dtype) : NULL;
+    if (tmp && dy->dtype == TG_FLOAT32)
+        conv_backward_f32(x ? tg_data_f32(x) : NULL, w ? tg_data_f32(w) : NULL,
+                          tg_data_f32(dy), s,
                           dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
                           tg_data_f32(dyg), tg_data_f32(tmp));
     else if (tmp)
-        conv_backward_f64(x ? tg_data_f64(x) : NULL, tg_data_f64(w), tg_data_f64(dy), s,
+        conv_backward_f64(x ? tg_data_f64(x) : NULL, w ? tg_data_f64(w) : NULL,
+                          tg_data_f64(dy), s,
                           dx ? tg_data_f64(dx) : NULL,
                           dw ? tg_data_f64(dw) : NULL, tg_data_f64(cols),
                           tg_data_f64(dyg), tg_data_f64(tmp));
@@ -581,7 +586,8 @@ static int conv_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         return 0;
     const tg_tensor *x = c->x_saved >= 0 ? tg_node_saved(node, c->x_saved)
                                          : NULL;
-    const tg_tensor *w = tg_node_saved(node, c->w_saved);
+    const tg_tensor *w = c->w_saved >= 0 ? tg_node_saved(node, c->w_saved)
+                                         : NULL;
     bool naive = tg_use_reference_kernels();
     tg_dtype work = naive ? TG_FLOAT64 : dtype;
     tg_tensor *dx = want_x ? tg_zeros(xshape, 4, work) : NULL;
@@ -591,8 +597,7 @@ static int conv_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         tg_release(dw);
         return -1;
     }
-    /* x is needed only for dw (it is not saved otherwise); with no
-     * output element there is nothing to add */
+    /* x was saved only for dw, w only for dx */
     int rc = 0;
     if (s->n * s->ho * s->wo == 0) {
         /* no output element: nothing to add */
@@ -600,9 +605,9 @@ static int conv_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
         rc = grads_naive(x, w, g, s, dx, dw);
     } else {
         tg_tensor *xc = x ? tg_contiguous_as(x, dtype) : NULL;
-        tg_tensor *wc = tg_contiguous_as(w, dtype);
+        tg_tensor *wc = w ? tg_contiguous_as(w, dtype) : NULL;
         tg_tensor *gc = tg_contiguous_as(g, dtype);
-        rc = (x && !xc) || !wc || !gc ? -1
+        rc = (x && !xc) || (w && !wc) || !gc ? -1
                                       : grads_fast(xc, wc, gc, s, dx, dw);
         tg_release(gc);
         tg_release(wc);
@@ -654,7 +659,8 @@ tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *weight,
         c->x_saved = c->w_saved = -1;
         if (tg_node_needs_grad(node, 1))
             c->x_saved = tg_node_save(node, x4); // x, for dw
-        c->w_saved = tg_node_save(node, weight); // w, for dx and the shape
+        if (tg_node_needs_grad(node, 0))
+            c->w_saved = tg_node_save(node, weight); // w, for dx
     }
     tg_release(x4);
     if (!unbatched || !out)

@@ -488,7 +488,7 @@ tg_tensor *tg_avg_pool2d(const tg_tensor *x, const int64_t kernel[2],
 
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 /* One computation over groups of channels (autograd/ops/group_norm.c,
- * docs/normalization.md section 6): x is (N, C, *) and each sample's C
+ * docs/normalization.md section 8): x is (N, C, *) and each sample's C
  * channels are split into G groups of C / G; each group of each sample is
  * normalised over its (C / G) * prod(shape[2:]) values, then weight and
  * bias act per channel. G = C is InstanceNorm, G = 1 normalises each

@@ -115,7 +115,7 @@ static tg_tensor *instance_norm_forward(tg_module *m, const tg_tensor *x)
     if (x->ndim != batched && x->ndim != batched - 1) {
         char s[TG_SHAPE_STR_MAX];
         tg_error("tg_module_forward",
-                 "%s expected %dD or %dD input, got shape %s (%d dim%s)\n"
+                 "%s takes %dD or %dD input, got shape %s (%d dim%s)\n"
                  "  rule: %s\n"
                  "  hint: %s",
                  name, batched - 1, batched, tg_shape_str(x, s), x->ndim,

@@ -16,7 +16,7 @@
  *
  * InstanceNorm is the case G = C (a row is one channel of one sample),
  * with optional running statistics; LayerNorm over (C, H, W) without an
- * affine part is the case G = 1. docs/normalization.md section 6 puts the
+ * affine part is the case G = 1. docs/normalization.md section 8 puts the
  * four normalisations side by side. What this file is not: a fast kernel
  * (there is one plain kernel, which is also the reference), nor the
  * modules (nn/group_norm.c).
@@ -272,7 +272,7 @@ static int group_norm_backward(tg_node *node, const tg_tensor *g,
     double *sums = tg_calloc(2 * ((size_t)l->C + 1), sizeof *sums);
     if (!dy || !xc || (w && !wc) || (need_x && !dx) || !sums) {
         if (dy && xc)
-            tg_error(c->fn, "out of memory in the backward");
+            tg_error(c->fn, "out of memory in the GroupNorm backward");
         goto done;
     }
     double *dw = sums, *db = sums + l->C + 1; // (C,) each

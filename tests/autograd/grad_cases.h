@@ -57,5 +57,7 @@ extern const tg_grad_case tg_grad_cases_index[];
 extern const size_t tg_grad_cases_index_count;
 extern const tg_grad_case tg_grad_cases_conv[];
 extern const size_t tg_grad_cases_conv_count;
+extern const tg_grad_case tg_grad_cases_group_norm[];
+extern const size_t tg_grad_cases_group_norm_count;
 
 #endif

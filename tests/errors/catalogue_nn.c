@@ -510,6 +510,19 @@ ERROR_CASE(tg_module_forward, flatten_dims,
     tg_module_free(m);
 }
 
+ERROR_CASE(tg_module_forward, instance_norm_dims,
+           "an InstanceNorm1d or InstanceNorm2d input has the wrong number "
+           "of dims")
+{
+    tg_module *m = tg_instance_norm2d_new(3, 1e-5, 0.1, false, false);
+    tg_tensor *x = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    EXPECT_ERROR(tg_module_forward(m, x) == NULL,
+                 "tg_module_forward: InstanceNorm2d takes 3D or 4D input, "
+                 "got shape (2, 3) (2 dims)");
+    tg_release(x);
+    tg_module_free(m);
+}
+
 NEVER_FAILS(tg_module_train, "does nothing for NULL");
 NEVER_FAILS(tg_module_is_training, "answers false for NULL");
 
@@ -2511,6 +2524,8 @@ ERROR_CASE(tg_digits_split, missing_file, "the file does not exist")
                  "tg_digits_split: cannot open 'missing.csv.gz': No such "
                  "file or directory");
     scratch_leave();
+}
+
 /* ---- image layers ---- */
 
 ERROR_CASE(tg_conv2d_new, zero_size, "a channel count or kernel size is < 1")
@@ -2564,4 +2579,62 @@ ERROR_CASE(tg_avg_pool2d_new, bad_window,
     tg_module *m = tg_avg_pool2d_new(0, 1, 0);
     EXPECT_ERROR(m == NULL, "tg_avg_pool2d_new: invalid window: kernel_size "
                             "0, stride 1, padding 0");
+}
+
+/* ------------------------------------------- GroupNorm and InstanceNorm */
+
+ERROR_CASE(tg_group_norm_new, channels_not_divisible,
+           "num_channels is not divisible by num_groups")
+{
+    EXPECT_ERROR(tg_group_norm_new(4, 6, 1e-5, true) == NULL,
+                 "tg_group_norm_new: cannot split 6 channels into 4 groups");
+}
+
+ERROR_CASE(tg_group_norm_new, zero_groups, "num_groups is 0 or negative")
+{
+    EXPECT_ERROR(tg_group_norm_new(0, 6, 1e-5, true) == NULL,
+                 "tg_group_norm_new: cannot split 6 channels into 0 groups");
+}
+
+ERROR_CASE(tg_group_norm_new, bad_eps, "eps is negative, inf or NaN")
+{
+    EXPECT_ERROR(tg_group_norm_new(2, 6, -1e-5, true) == NULL,
+                 "tg_group_norm_new: eps is -1e-05");
+}
+
+ERROR_CASE(tg_instance_norm1d_new, zero_features, "num_features is 0")
+{
+    EXPECT_ERROR(tg_instance_norm1d_new(0, 1e-5, 0.1, false, false) == NULL,
+                 "tg_instance_norm1d_new: num_features is 0");
+}
+
+ERROR_CASE(tg_instance_norm1d_new, bad_momentum, "momentum is outside [0, 1]")
+{
+    EXPECT_ERROR(tg_instance_norm1d_new(3, 1e-5, 2.0, false, true) == NULL,
+                 "tg_instance_norm1d_new: momentum is 2");
+}
+
+ERROR_CASE(tg_instance_norm1d_new, bad_eps, "eps is negative, inf or NaN")
+{
+    EXPECT_ERROR(tg_instance_norm1d_new(3, -1.0, 0.1, false, false) == NULL,
+                 "tg_instance_norm1d_new: eps is -1");
+}
+
+ERROR_CASE(tg_instance_norm2d_new, zero_features, "num_features is 0")
+{
+    EXPECT_ERROR(tg_instance_norm2d_new(-2, 1e-5, 0.1, false, false) == NULL,
+                 "tg_instance_norm2d_new: num_features is -2");
+}
+
+ERROR_CASE(tg_instance_norm2d_new, bad_momentum, "momentum is outside [0, 1]")
+{
+    EXPECT_ERROR(tg_instance_norm2d_new(3, 1e-5, -0.5, true, true) == NULL,
+                 "tg_instance_norm2d_new: momentum is -0.5");
+}
+
+ERROR_CASE(tg_instance_norm2d_new, bad_eps, "eps is negative, inf or NaN")
+{
+    EXPECT_ERROR(tg_instance_norm2d_new(3, INFINITY, 0.1, false, false) ==
+                     NULL,
+                 "tg_instance_norm2d_new: eps is inf");
 }

@@ -3134,3 +3134,256 @@ ERROR_CASE(tg_avg_pool2d, null_tensor, "x is NULL (an earlier call failed)")
 {
     EXPECT_SILENT(tg_avg_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL);
 }
+
+/* ------------------------------------------- GroupNorm and InstanceNorm */
+
+ERROR_CASE(tg_group_norm, int64_input, "x is an int64 tensor")
+{
+    tg_tensor *x = I64(2, 4, 3);
+    EXPECT_ERROR(tg_group_norm(x, 2, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm: cannot normalise an int64 tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, too_few_dims, "x has fewer than 2 dims")
+{
+    tg_tensor *x = F32(4);
+    EXPECT_ERROR(tg_group_norm(x, 2, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm: the input of shape (4,) has 1 dim");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, channels_not_divisible,
+           "C is not divisible by num_groups")
+{
+    tg_tensor *x = F32(2, 6, 3);
+    EXPECT_ERROR(tg_group_norm(x, 4, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm: cannot split the 6 channels of the input of shape (2, 6, 3) into 4 groups");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, zero_groups, "num_groups is 0 or negative")
+{
+    tg_tensor *x = F32(2, 6, 3);
+    EXPECT_ERROR(tg_group_norm(x, 0, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm: cannot split the 6 channels of the input of shape (2, 6, 3) into 0 groups");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, weight_shape, "weight is not (C,)")
+{
+    tg_tensor *x = F32(2, 6, 3), *w = F32(4);
+    EXPECT_ERROR(tg_group_norm(x, 2, w, NULL, 1e-5) == NULL,
+                 "tg_group_norm: weight of shape (4,) does not match the 6 channels of the input of shape (2, 6, 3)");
+    tg_release(w);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, bias_dtype, "bias has another dtype than x")
+{
+    tg_tensor *x = F32(2, 6, 3), *b = F64(6);
+    EXPECT_ERROR(tg_group_norm(x, 2, NULL, b, 1e-5) == NULL,
+                 "tg_group_norm: bias is float64 but the input is float32");
+    tg_release(b);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, one_value,
+           "N * (C / num_groups) * (dims after C) is 1, as PyTorch refuses")
+{
+    tg_tensor *x = F32(1, 2);
+    EXPECT_ERROR(tg_group_norm(x, 2, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm: expected more than 1 value per channel when training, got input of shape (1, 2) with 2 groups");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm, bad_eps, "eps is negative, inf or NaN")
+{
+    tg_tensor *x = F32(2, 6, 3);
+    EXPECT_ERROR(tg_group_norm(x, 2, NULL, NULL, -1.0) == NULL,
+                 "tg_group_norm: eps is -1");
+    tg_release(x);
+}
+
+static tg_tensor *group_norm_of(const tg_tensor *x)
+{
+    return tg_group_norm(x, 1, NULL, NULL, 1e-5);
+}
+
+ERROR_CASE(tg_group_norm, out_of_memory_in_backward,
+           "memory runs out in the backward (reported by tg_backward)")
+{
+    cr_assert(backward_fails_with(group_norm_of,
+                                  "tg_group_norm: out of memory"),
+              "no allocation failure made the backward report it");
+    EXPECT_ERROR(true, "tg_group_norm: out of memory in the GroupNorm backward");
+}
+
+ERROR_CASE(tg_group_norm, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_group_norm(NULL, 2, NULL, NULL, 1e-5) == NULL);
+}
+
+ERROR_CASE(tg_group_norm_composed, int64_input, "x is an int64 tensor")
+{
+    tg_tensor *x = I64(2, 4, 3);
+    EXPECT_ERROR(tg_group_norm_composed(x, 2, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm_composed: cannot normalise an int64 tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, too_few_dims, "x has fewer than 2 dims")
+{
+    tg_tensor *x = F32(4);
+    EXPECT_ERROR(tg_group_norm_composed(x, 2, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm_composed: the input of shape (4,) has 1 dim");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, channels_not_divisible,
+           "C is not divisible by num_groups")
+{
+    tg_tensor *x = F32(2, 6, 3);
+    EXPECT_ERROR(tg_group_norm_composed(x, 4, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm_composed: cannot split the 6 channels of the input of shape (2, 6, 3) into 4 groups");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, weight_shape, "weight is not (C,)")
+{
+    tg_tensor *x = F32(2, 6, 3), *w = F32(6, 1);
+    EXPECT_ERROR(tg_group_norm_composed(x, 2, w, NULL, 1e-5) == NULL,
+                 "tg_group_norm_composed: weight of shape (6, 1) does not match the 6 channels of the input of shape (2, 6, 3)");
+    tg_release(w);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, one_value,
+           "N * (C / num_groups) * (dims after C) is 1, as PyTorch refuses")
+{
+    tg_tensor *x = F32(1, 3, 1);
+    EXPECT_ERROR(tg_group_norm_composed(x, 3, NULL, NULL, 1e-5) == NULL,
+                 "tg_group_norm_composed: expected more than 1 value per channel when training, got input of shape (1, 3, 1) with 3 groups");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, bad_eps, "eps is negative, inf or NaN")
+{
+    tg_tensor *x = F32(2, 6, 3);
+    EXPECT_ERROR(tg_group_norm_composed(x, 2, NULL, NULL, INFINITY) == NULL,
+                 "tg_group_norm_composed: eps is inf");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_group_norm_composed, null_tensor,
+           "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_group_norm_composed(NULL, 2, NULL, NULL, 1e-5) == NULL);
+}
+
+ERROR_CASE(tg_instance_norm, int64_input, "x is an int64 tensor")
+{
+    tg_tensor *x = I64(2, 3, 4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: cannot normalise an int64 tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, too_few_dims, "x has fewer than 2 dims")
+{
+    tg_tensor *x = F32(4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: the input of shape (4,) has 1 dim");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, one_spatial_element,
+           "the input's statistics are used and each channel has one value")
+{
+    tg_tensor *x = F32(4, 3);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: expected more than 1 spatial element when training, got input of shape (4, 3)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, weight_shape, "weight is not (C,)")
+{
+    tg_tensor *x = F32(2, 3, 4), *w = F32(4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, w, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: weight of shape (4,) does not match the 3 channels of the input of shape (2, 3, 4)");
+    tg_release(w);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, running_stat_shape, "running_var is not (C,)")
+{
+    tg_tensor *x = F32(2, 3, 4), *rm = F32(3), *rv = F32(2);
+    EXPECT_ERROR(tg_instance_norm(x, rm, rv, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: running_var of shape (2,) does not match the 3 channels of the input of shape (2, 3, 4)");
+    tg_release(rv);
+    tg_release(rm);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, one_running_stat,
+           "one of running_mean and running_var is NULL")
+{
+    tg_tensor *x = F32(2, 3, 4), *rm = F32(3);
+    EXPECT_ERROR(tg_instance_norm(x, rm, NULL, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: running_mean is given but running_var is NULL");
+    tg_release(rm);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, running_stat_requires_grad,
+           "a running statistic requires grad")
+{
+    tg_tensor *x = F32(2, 3, 4), *rm = F32(3), *rv = F32(3);
+    tg_set_requires_grad(rm, true);
+    EXPECT_ERROR(tg_instance_norm(x, rm, rv, NULL, NULL, true, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: running_mean requires grad");
+    tg_release(rv);
+    tg_release(rm);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, running_stats_without_input_stats,
+           "use_input_stats is false and there are no running statistics")
+{
+    tg_tensor *x = F32(2, 3, 4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, false, 0.1,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: use_input_stats is false but running_mean and running_var are NULL");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, bad_momentum, "momentum is outside [0, 1]")
+{
+    tg_tensor *x = F32(2, 3, 4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 1.5,
+                                  1e-5) == NULL,
+                 "tg_instance_norm: momentum is 1.5");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, bad_eps, "eps is negative, inf or NaN")
+{
+    tg_tensor *x = F32(2, 3, 4);
+    EXPECT_ERROR(tg_instance_norm(x, NULL, NULL, NULL, NULL, true, 0.1,
+                                  NAN) == NULL,
+                 "tg_instance_norm: eps is nan");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_instance_norm, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_instance_norm(NULL, NULL, NULL, NULL, NULL, true, 0.1,
+                                   1e-5) == NULL);
+}

@@ -276,14 +276,13 @@ static int group_norm_backward(tg_node *node, const tg_tensor *g,
         goto done;
     }
     double *dw = sums, *db = sums + l->C + 1; // (C,) each
-    if (x->numel == 0)
-        ; // nothing to sum: dx is empty, dw and db are zeros
-    else if (x->dtype == TG_FLOAT32)
+    /* An empty x has nothing to sum: dx is empty, dw and db are zeros. */
+    if (x->numel > 0 && x->dtype == TG_FLOAT32)
         group_norm_backward_f32(
             (const float *)tg_base_ptr(dy), (const float *)tg_base_ptr(xc),
             wc ? (const float *)tg_base_ptr(wc) : NULL, mean, rstd,
             dx ? (float *)tg_base_ptr(dx) : NULL, dw, db, l);
-    else
+    else if (x->numel > 0)
         group_norm_backward_f64(
             (const double *)tg_base_ptr(dy), (const double *)tg_base_ptr(xc),
             wc ? (const double *)tg_base_ptr(wc) : NULL, mean, rstd,

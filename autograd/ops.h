@@ -467,6 +467,64 @@ tg_tensor *tg_batch_norm_virtual_ranks(const tg_tensor *x, int world_size,
                                        const tg_tensor *weight,
                                        const tg_tensor *bias,
                                        const tg_batch_norm_options *opts);
+
+/* ------------------------------------------------ convolution, pooling */
+/* 2-D convolution and pooling over (N, C, H, W) images, as
+ * torch.nn.functional's conv2d, max_pool2d and avg_pool2d
+ * (autograd/ops/conv.c, pool.c; docs/convolution.md has the math). Each
+ * also takes one unbatched (C, H, W) image and then returns (C', H', W').
+ * Float32 or float64 only. */
+
+/* conv2d's settings. A zero field means PyTorch's default (stride 1,
+ * padding 0, dilation 1, groups 1), so (tg_conv2d_options){0} and
+ * (tg_conv2d_options){.padding = {1, 1}} both work as written; index 0 is
+ * the height, 1 the width. Negative values are errors. */
+typedef struct tg_conv2d_options {
+    int64_t stride[2];
+    int64_t padding[2];  // zeros added on each side
+    int64_t dilation[2]; // spacing of the kernel's taps
+    int64_t groups;      // in and out channels split into this many groups
+} tg_conv2d_options;
+/* stride (1, 1), padding (0, 0), dilation (1, 1), groups 1: what a zeroed
+ * struct also means. */
+tg_conv2d_options tg_conv2d_defaults(void);
+
+/* As torch.nn.functional.conv2d(x, weight, bias, stride, padding,
+ * dilation, groups): x (N, C_in, H, W), weight (C_out, C_in / groups, kH,
+ * kW), bias (C_out,) or NULL; opts NULL means the defaults. The output is
+ * (N, C_out, H_out, W_out) with
+ *   H_out = (H + 2 padding[0] - dilation[0] (kH - 1) - 1) / stride[0] + 1
+ * (rounded down; W_out alike) and
+ *   y[n, o, p, q] = bias[o] + sum over c, i, j of weight[o, c, i, j]
+ *                   * x[n, g C_in / groups + c, p stride[0] - padding[0]
+ *                       + i dilation[0], q stride[1] - padding[1]
+ *                       + j dilation[1]]
+ * for o in group g, x read as 0 in the padding (a cross-correlation, as in
+ * PyTorch). Computed as im2col and one matrix product per group (the gemm
+ * of tg_matmul); TG_KERNELS_REFERENCE runs the plain loops instead. x,
+ * weight and bias have one dtype. Records ConvolutionBackward0 (gradients
+ * for x, weight and bias). New reference; arguments borrowed. */
+tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *weight,
+                     const tg_tensor *bias, const tg_conv2d_options *opts);
+
+/* As torch.nn.functional.max_pool2d(x, kernel, stride, padding) with
+ * dilation 1 and ceil_mode false: the maximum of each kernel[0] x
+ * kernel[1] window, moved by stride (NULL: stride = kernel) over x padded
+ * by padding (NULL: 0) with -inf; H_out = (H + 2 padding[0] - kernel[0])
+ * / stride[0] + 1, W_out alike. padding <= kernel / 2 in each dim. The
+ * gradient goes to the first maximum of each window in row-major order
+ * (a NaN wins), as in PyTorch. Records MaxPool2DWithIndicesBackward0. New
+ * reference; arguments borrowed. */
+tg_tensor *tg_max_pool2d(const tg_tensor *x, const int64_t kernel[2],
+                         const int64_t stride[2], const int64_t padding[2]);
+/* As torch.nn.functional.avg_pool2d(x, kernel, stride, padding) with
+ * ceil_mode false and count_include_pad true (PyTorch's defaults): the sum
+ * of each window divided by kernel[0] * kernel[1], padding counted as
+ * zeros. Arguments and output shape as tg_max_pool2d. Records
+ * AvgPool2DBackward0. New reference; arguments borrowed. */
+tg_tensor *tg_avg_pool2d(const tg_tensor *x, const int64_t kernel[2],
+                         const int64_t stride[2], const int64_t padding[2]);
+
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 /* One computation over groups of channels (autograd/ops/group_norm.c,
  * docs/normalization.md section 8): x is (N, C, *) and each sample's C

@@ -61,6 +61,9 @@ ROWS = [
     ("tape_op_bwd", "tape: one add, forward and backward", None, None),
     ("copy", "copy of 12.6 MB (the bandwidth limit)", ("B", 2 * M * N * F32),
      None),
+    # three products of 2 * 64 * 8 * 8 * 16 * 16 * 9 flops: y, dx and dw
+    ("conv_fwd_bwd", "Conv2d 16->16 3x3 pad 1 fwd+bwd (64, 16, 8, 8)",
+     ("F", 3 * 2 * 64 * 64 * 16 * 16 * 9), None),
 ]
 CONTENDERS = ["tapegrad", "torch", "numpy"]
 

@@ -467,6 +467,52 @@ static int check_copy(bench *b, const char *dir)
                                                                         : -1;
 }
 
+/* ------------------------------------------------------------- Conv2d */
+
+/* A (64, 16, 8, 8) batch through a 16 -> 16 3x3 convolution with padding
+ * 1, forward and the backward of a fixed dy: gradients for x, the weight
+ * and the bias. */
+static const tg_conv2d_options conv_opts = {.padding = {1, 1}};
+
+static int setup_conv(bench *b)
+{
+    tg_manual_seed(0);
+    int64_t n = b->small ? 2 : 64, c = b->small ? 3 : 16;
+    b->x = randn_grad(TG_SHAPE(n, c, 8, 8), true);
+    b->w_ = randn_grad(TG_SHAPE(c, c, 3, 3), true);
+    b->b = randn_grad(TG_SHAPE(c), true);
+    b->dy = randn_grad(TG_SHAPE(n, c, 8, 8), false);
+    return b->x && b->w_ && b->b && b->dy ? 0 : -1;
+}
+
+static int iter_conv(bench *b)
+{
+    clear_grads(b);
+    tg_tensor *y = tg_conv2d(b->x, b->w_, b->b, &conv_opts);
+    if (!y)
+        return -1;
+    tg_backward_options o = {.grad = b->dy};
+    int rc = tg_backward_ex(y, &o);
+    tg_release(y);
+    return rc;
+}
+
+static int check_conv(bench *b, const char *dir)
+{
+    clear_grads(b);
+    tg_tensor *y = tg_conv2d(b->x, b->w_, b->b, &conv_opts);
+    tg_backward_options o = {.grad = b->dy};
+    int rc = !y || tg_backward_ex(y, &o) != 0 ? -1 : 0;
+    if (rc == 0)
+        rc = save(dir, "x", b->x) | save(dir, "weight", b->w_) |
+             save(dir, "bias", b->b) | save(dir, "dy", b->dy) |
+             save(dir, "y", y) | save(dir, "dx", b->x->grad) |
+             save(dir, "dweight", b->w_->grad) |
+             save(dir, "dbias", b->b->grad);
+    tg_release(y);
+    return rc ? -1 : 0;
+}
+
 /* ------------------------------------------------------------ registry */
 
 static const workload workloads[] = {
@@ -483,6 +529,7 @@ static const workload workloads[] = {
     {"tape_op_fwd", setup_tape, iter_tape_fwd, check_tape, 1},
     {"tape_op_bwd", setup_tape, iter_tape_bwd, check_tape, 100},
     {"copy", setup_copy, iter_copy, check_copy, 1},
+    {"conv_fwd_bwd", setup_conv, iter_conv, check_conv, 1},
 };
 enum { NWORKLOADS = sizeof workloads / sizeof *workloads };
 

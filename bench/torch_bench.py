@@ -44,6 +44,9 @@ EPS = 1e-5
 TOLERANCES = {
     "ln": (1e-4, 1e-4), "bn": (1e-4, 1e-4), "matmul": (1e-4, 1e-3),
     "mlp": (1e-4, 1e-5), "tape": (1e-6, 1e-6),
+    # conv: sums of 144 (y, dx) and 4096 (dw, db) products of N(0, 1)
+    # values in float32, against float64
+    "conv": (1e-4, 1e-3),
 }
 
 
@@ -214,6 +217,12 @@ class TorchWorkload:
             n = sizes(name, small)[0]
             self.src = torch.arange(n, dtype=torch.float32) % 1000
             self.dst = torch.zeros(n)
+        elif name == "conv_fwd_bwd":
+            n, c = (2, 3) if small else (64, 16)
+            self.x = torch.randn(n, c, 8, 8, requires_grad=True)
+            self.w = torch.randn(c, c, 3, 3, requires_grad=True)
+            self.b = torch.randn(c, requires_grad=True)
+            self.dy = torch.randn(n, c, 8, 8)
         else:
             raise NotImplementedError(name)
 
@@ -271,6 +280,9 @@ class TorchWorkload:
         elif n == "tape_op_bwd":
             self.a.grad = self.b.grad = None
             self.chain().backward()
+        elif n == "conv_fwd_bwd":
+            self.x.grad = self.w.grad = self.b.grad = None
+            F.conv2d(self.x, self.w, self.b, padding=1).backward(self.dy)
         else:
             self.dst.copy_(self.src)
 
@@ -417,6 +429,16 @@ def verify(workload, d):
         want, tol = reference_mlp(workload, d), TOLERANCES["mlp"]
         if want is None:
             return "skip needs PyTorch"
+    elif workload == "conv_fwd_bwd":
+        if torch is None:
+            return "skip needs PyTorch"
+        x, w, b = (torch.from_numpy(load(d, k)).double().requires_grad_()
+                   for k in ("x", "weight", "bias"))
+        y = F.conv2d(x, w, b, padding=1)
+        y.backward(torch.from_numpy(load(d, "dy")).double())
+        want = {"y": y.detach().numpy(), "dx": x.grad.numpy(),
+                "dweight": w.grad.numpy(), "dbias": b.grad.numpy()}
+        tol = TOLERANCES["conv"]
     elif workload.startswith("tape"):
         a, b = load(d, "a"), load(d, "b")
         if workload == "tape_op_fwd":

@@ -584,6 +584,61 @@ typedef struct tg_batch_norm_module_desc {
  * and for NULL. Arguments borrowed. */
 bool tg_batch_norm_module_info(const tg_module *m,
                                tg_batch_norm_module_desc *out);
+
+/* ------------------------------------------- digits: 8x8 handwritten digits */
+/* The 8x8 handwritten digits of data/digits.csv.gz (nn/digits.c gives the
+ * format; data/README.md the origin): TG_DIGITS_COUNT images of
+ * TG_DIGITS_PIXELS pixels, each pixel 0..16, labelled 0..9. Arguments
+ * borrowed. */
+#define TG_DIGITS_COUNT 1797
+#define TG_DIGITS_PIXELS 64
+/* Reads the digits file at path (gzip, or plain text) into out: x
+ * (1797, 1, 8, 8) float32 with the pixel values of the file, 0 to 16 (not
+ * scaled), y (1797,) int64, the labels 0 to 9, in the order of the file.
+ * out receives new references (release them with tg_dataset_free).
+ * Returns 0, or -1 with an error naming the line and field of a bad
+ * line. */
+int tg_digits_load(const char *path, tg_dataset *out);
+/* tg_digits_load, then tg_dataset_split(all, val_fraction, g, train, val)
+ * with g = tg_generator_new(seed): the last round(val_fraction * 1797)
+ * images of a seeded permutation go to val, the rest to train; the same
+ * seed gives the same split. val_fraction in (0, 1). train and val
+ * receive new references (release them with tg_dataset_free). Returns 0
+ * or -1. */
+int tg_digits_split(const char *path, double val_fraction, uint64_t seed,
+                    tg_dataset *train, tg_dataset *val);
+
+/* ------------------------------------------------------------ image layers */
+
+/* nn.Conv2d(in_channels, out_channels, (kernel_h, kernel_w), stride,
+ * padding, dilation, groups, bias): tg_conv2d with the layer's weight and
+ * bias on (N, in_channels, H, W) inputs (or one (in_channels, H, W)
+ * image). opts as tg_conv2d's (NULL or zeroed: the defaults); groups must
+ * divide both channel counts. Parameters "weight" (out_channels,
+ * in_channels / groups, kernel_h, kernel_w) and, when bias, "bias"
+ * (out_channels,), float32, initialised as PyTorch 1.13 does and in its
+ * order: weight U(-b, b) with b = sqrt(3) * sqrt(2 / (1 + 5)) / sqrt(fan_in)
+ * (kaiming_uniform_ with a = sqrt(5)), then bias U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)), fan_in = in_channels / groups * kernel_h * kernel_w:
+ * after tg_manual_seed(s) they equal those of torch.manual_seed(s);
+ * nn.Conv2d(...). Prints as PyTorch does, "Conv2d(1, 8, kernel_size=(3, 3),
+ * stride=(1, 1), padding=(1, 1))". The caller frees the module with
+ * tg_module_free() (unless a parent takes it); opts borrowed. */
+tg_module *tg_conv2d_new(int64_t in_channels, int64_t out_channels,
+                         int64_t kernel_h, int64_t kernel_w,
+                         const tg_conv2d_options *opts, bool bias);
+/* nn.MaxPool2d(kernel_size, stride, padding) and nn.AvgPool2d(kernel_size,
+ * stride, padding): tg_max_pool2d and tg_avg_pool2d with square windows;
+ * stride 0 means kernel_size (PyTorch's stride=None), 0 <= padding <=
+ * kernel_size / 2. No parameters. Print as "MaxPool2d(kernel_size=2,
+ * stride=2, padding=0, dilation=1, ceil_mode=False)" and
+ * "AvgPool2d(kernel_size=2, stride=2, padding=0)". The caller frees the
+ * module with tg_module_free() (unless a parent takes it). */
+tg_module *tg_max_pool2d_new(int64_t kernel_size, int64_t stride,
+                             int64_t padding);
+tg_module *tg_avg_pool2d_new(int64_t kernel_size, int64_t stride,
+                             int64_t padding);
+
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 /* nn/group_norm.c; the ops are tg_group_norm and tg_instance_norm. */
 

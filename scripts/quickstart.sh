@@ -12,6 +12,8 @@ set -eu
 cd "$(dirname "$0")/.."
 
 packages="gcc pkg-config meson ninja-build libcriterion-dev python3-numpy"
+# nn/digits.c reads data/digits.csv.gz with zlib
+packages="$packages zlib1g-dev"
 # The demo's plots need gnuplot with the pngcairo terminal; any Debian
 # gnuplot package has it, gnuplot-nox is the one without a GUI.
 command -v gnuplot >/dev/null 2>&1 || packages="$packages gnuplot-nox"

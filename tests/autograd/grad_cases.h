@@ -55,6 +55,8 @@ extern const tg_grad_case tg_grad_cases_join[];
 extern const size_t tg_grad_cases_join_count;
 extern const tg_grad_case tg_grad_cases_index[];
 extern const size_t tg_grad_cases_index_count;
+extern const tg_grad_case tg_grad_cases_conv[];
+extern const size_t tg_grad_cases_conv_count;
 extern const tg_grad_case tg_grad_cases_group_norm[];
 extern const size_t tg_grad_cases_group_norm_count;
 extern const tg_grad_case tg_grad_cases_linear[];

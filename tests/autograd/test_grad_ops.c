@@ -18,14 +18,16 @@ static const tg_grad_case *case_at(size_t i)
                                     tg_grad_cases_join,
                                     tg_grad_cases_index,
                                     tg_grad_cases_group_norm,
-                                    tg_grad_cases_linear};
+                                    tg_grad_cases_linear,
+                                    tg_grad_cases_conv};
     size_t counts[] = {tg_grad_cases_elementwise_count,
                        tg_grad_cases_view_count, tg_grad_cases_reduce_count,
                        tg_grad_cases_norm_count, tg_grad_cases_loss_count,
                        tg_grad_cases_join_count,
                        tg_grad_cases_index_count,
                        tg_grad_cases_group_norm_count,
-                       tg_grad_cases_linear_count};
+                       tg_grad_cases_linear_count,
+                       tg_grad_cases_conv_count};
     for (size_t t = 0; t < sizeof counts / sizeof *counts; t++) {
         if (i < counts[t])
             return &tables[t][i];
@@ -40,7 +42,7 @@ static size_t case_count(void)
            tg_grad_cases_reduce_count + tg_grad_cases_norm_count +
            tg_grad_cases_loss_count + tg_grad_cases_join_count +
            tg_grad_cases_index_count + tg_grad_cases_group_norm_count +
-           tg_grad_cases_linear_count;
+           tg_grad_cases_linear_count + tg_grad_cases_conv_count;
 }
 
 /* A float64 input laid out as spec says, values from gen. */

@@ -2544,6 +2544,266 @@ ERROR_CASE(tg_module_replace_child_at, null_child,
 NEVER_FAILS(tg_batch_norm_module_info,
             "answers false for any module that is not a BatchNorm, and for NULL");
 
+/* ---- digits (nn/digits.c) ---- */
+
+#include <zlib.h>
+
+/* Writes the digits file d.csv.gz (in the scratch folder) of n lines:
+ * 64 pixels 1 and the label 1, except line bad_line, which is bad. */
+static void write_digits_file(int n, int bad_line, const char *bad)
+{
+    gzFile gz = gzopen("d.csv.gz", "wb");
+    cr_assert_not_null(gz, "cannot create d.csv.gz");
+    for (int i = 1; i <= n; i++) {
+        if (i == bad_line) {
+            gzprintf(gz, "%s\n", bad);
+            continue;
+        }
+        for (int p = 0; p < 64; p++)
+            gzputs(gz, "1,");
+        gzputs(gz, "1\n");
+    }
+    cr_assert_eq(gzclose(gz), Z_OK);
+}
+
+ERROR_CASE(tg_digits_load, path_null, "path is NULL")
+{
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load(NULL, &d) == -1,
+                 "tg_digits_load: path is NULL");
+}
+
+ERROR_CASE(tg_digits_load, out_null, "out is NULL")
+{
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", NULL) == -1,
+                 "tg_digits_load: out is NULL");
+}
+
+ERROR_CASE(tg_digits_load, missing_file, "the file does not exist")
+{
+    scratch_enter();
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("missing.csv.gz", &d) == -1,
+                 "tg_digits_load: cannot open 'missing.csv.gz': No such "
+                 "file or directory");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, directory, "the path is a folder")
+{
+    scratch_enter();
+    cr_assert_eq(mkdir("d", 0700), 0);
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d", &d) == -1,
+                 "tg_digits_load: 'd' is a folder, not a regular file");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, not_gzip, "the gzip stream is cut short")
+{
+    scratch_enter();
+    write_digits_file(20, 0, "");
+    cr_assert_eq(truncate("d.csv.gz", 40), 0);
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: 'd.csv.gz' is not a readable gzip file: "
+                 "unexpected end of file");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, too_big, "more than 16 MiB once uncompressed")
+{
+    scratch_enter();
+    gzFile gz = gzopen("d.csv.gz", "wb");
+    cr_assert_not_null(gz);
+    static char zeros[1 << 16];
+    memset(zeros, '0', sizeof zeros);
+    for (int i = 0; i < 257; i++)
+        cr_assert_eq(gzwrite(gz, zeros, sizeof zeros), (int)sizeof zeros);
+    cr_assert_eq(gzclose(gz), Z_OK);
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: 'd.csv.gz' holds more than 16777216 "
+                 "bytes once uncompressed");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, empty_line, "a line is empty")
+{
+    scratch_enter();
+    write_digits_file(5, 3, "");
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: line 3 of 'd.csv.gz' is empty");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, bad_pixel, "a pixel is not an integer in 0..16")
+{
+    scratch_enter();
+    write_digits_file(5, 2, "0,17");
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: line 2 of 'd.csv.gz': field 2 is '17'");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, too_many_fields, "a line has more than 65 fields")
+{
+    scratch_enter();
+    char line[200] = "";
+    for (int p = 0; p < 66; p++)
+        strcat(line, "1,");
+    strcat(line, "1");
+    write_digits_file(5, 4, line);
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: line 4 of 'd.csv.gz' has 67 fields");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, too_few_fields, "a line has fewer than 65 fields")
+{
+    scratch_enter();
+    write_digits_file(5, 1, "1,2,3");
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: line 1 of 'd.csv.gz' has 3 fields");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, wrong_count, "the file does not hold 1797 images")
+{
+    scratch_enter();
+    write_digits_file(5, 0, "");
+    tg_dataset d;
+    EXPECT_ERROR(tg_digits_load("d.csv.gz", &d) == -1,
+                 "tg_digits_load: 'd.csv.gz' holds 5 images");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, out_of_memory_text,
+           "memory runs out at once")
+{
+    scratch_enter();
+    write_digits_file(5, 0, "");
+    tg_dataset d;
+    tg_fail_allocations_after(0);
+    int rc = tg_digits_load("d.csv.gz", &d);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_digits_load: out of memory for the gzip "
+                           "reader of 'd.csv.gz'");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, out_of_memory_growing,
+           "memory runs out as the buffer grows")
+{
+    scratch_enter();
+    write_digits_file(TG_DIGITS_COUNT, 0, ""); // 232 kB: the buffer grows
+    tg_dataset d;
+    tg_fail_allocations_after(1);
+    int rc = tg_digits_load("d.csv.gz", &d);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_digits_load: out of memory reading "
+                           "'d.csv.gz'");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_load, out_of_memory_lines,
+           "memory runs out for the parsed lines")
+{
+    scratch_enter();
+    write_digits_file(5, 0, "");
+    tg_dataset d;
+    tg_fail_allocations_after(1);
+    int rc = tg_digits_load("d.csv.gz", &d);
+    tg_fail_allocations_after(-1);
+    EXPECT_ERROR(rc == -1, "tg_digits_load: out of memory for the 5 lines "
+                           "of 'd.csv.gz'");
+    scratch_leave();
+}
+
+ERROR_CASE(tg_digits_split, same_sets, "train and val are the same dataset")
+{
+    tg_dataset a;
+    EXPECT_ERROR(tg_digits_split("d.csv.gz", 0.2, 1, &a, &a) == -1,
+                 "tg_digits_split: train and val must be two different "
+                 "datasets to fill");
+}
+
+ERROR_CASE(tg_digits_split, val_fraction, "val_fraction is not in (0, 1)")
+{
+    tg_dataset a, b;
+    EXPECT_ERROR(tg_digits_split("d.csv.gz", 0, 1, &a, &b) == -1,
+                 "tg_digits_split: val_fraction is 0");
+}
+
+ERROR_CASE(tg_digits_split, missing_file, "the file does not exist")
+{
+    scratch_enter();
+    tg_dataset a, b;
+    EXPECT_ERROR(tg_digits_split("missing.csv.gz", 0.2, 1, &a, &b) == -1,
+                 "tg_digits_split: cannot open 'missing.csv.gz': No such "
+                 "file or directory");
+    scratch_leave();
+}
+
+/* ---- image layers ---- */
+
+ERROR_CASE(tg_conv2d_new, zero_size, "a channel count or kernel size is < 1")
+{
+    tg_module *m = tg_conv2d_new(0, 8, 3, 3, NULL, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: cannot make a Conv2d layer from "
+                            "0 to 8 channels with a (3, 3) kernel");
+}
+
+ERROR_CASE(tg_conv2d_new, negative_option,
+           "a stride, padding, dilation or groups is negative")
+{
+    tg_module *m = tg_conv2d_new(1, 8, 3, 3,
+                                 &(tg_conv2d_options){.padding = {-1, 1}},
+                                 true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: negative option: stride (0, 0), "
+                            "padding (-1, 1), dilation (0, 0), groups 0");
+}
+
+ERROR_CASE(tg_conv2d_new, groups_do_not_divide,
+           "groups does not divide in_channels and out_channels")
+{
+    tg_module *m = tg_conv2d_new(4, 6, 3, 3,
+                                 &(tg_conv2d_options){.groups = 4}, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: groups 4 does not divide "
+                            "in_channels 4 and out_channels 6");
+}
+
+ERROR_CASE(tg_conv2d_new, weight_too_large,
+           "the weight would have 2^59 elements or more")
+{
+    tg_module *m = tg_conv2d_new(INT64_C(1) << 30, INT64_C(1) << 30, 1, 1,
+                                 NULL, true);
+    EXPECT_ERROR(m == NULL, "tg_conv2d_new: shape (1073741824, 1073741824, "
+                            "1, 1) has too many elements");
+}
+
+ERROR_CASE(tg_max_pool2d_new, bad_window,
+           "kernel_size < 1, stride < 0, or padding outside "
+           "[0, kernel_size / 2]")
+{
+    tg_module *m = tg_max_pool2d_new(2, 0, 2);
+    EXPECT_ERROR(m == NULL, "tg_max_pool2d_new: invalid window: kernel_size "
+                            "2, stride 0, padding 2");
+}
+
+ERROR_CASE(tg_avg_pool2d_new, bad_window,
+           "kernel_size < 1, stride < 0, or padding outside "
+           "[0, kernel_size / 2]")
+{
+    tg_module *m = tg_avg_pool2d_new(0, 1, 0);
+    EXPECT_ERROR(m == NULL, "tg_avg_pool2d_new: invalid window: kernel_size "
+                            "0, stride 1, padding 0");
+}
+
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 
 ERROR_CASE(tg_group_norm_new, channels_not_divisible,

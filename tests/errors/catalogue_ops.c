@@ -3140,6 +3140,229 @@ ERROR_CASE(tg_batch_norm_virtual_ranks, null_tensor,
                                               NULL) == NULL);
 }
 
+/* ---- convolution, pooling ---- */
+
+NEVER_FAILS(tg_conv2d_defaults, "returns a struct of default values");
+
+ERROR_CASE(tg_conv2d, channel_mismatch,
+           "x's channels differ from weight.shape[1] * groups")
+{
+    tg_tensor *x = F32(2, 3, 5, 5), *w = F32(4, 2, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: cannot convolve x of shape "
+                            "(2, 3, 5, 5) with weight (4, 2, 3, 3), groups 1");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, groups_do_not_divide,
+           "groups does not divide the output channels")
+{
+    tg_tensor *x = F32(1, 4, 5, 5), *w = F32(3, 2, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL, &(tg_conv2d_options){.groups = 2});
+    EXPECT_ERROR(y == NULL, "tg_conv2d: groups 2 does not divide the 3 "
+                            "output channels of weight (3, 2, 3, 3)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, kernel_larger_than_padded_input,
+           "the (dilated) kernel is larger than the padded input: the "
+           "output would be smaller than 1x1")
+{
+    tg_tensor *x = F32(1, 1, 4, 4), *w = F32(1, 1, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL,
+                             &(tg_conv2d_options){.dilation = {2, 2}});
+    EXPECT_ERROR(y == NULL, "tg_conv2d: the kernel (3, 3) with dilation "
+                            "(2, 2) spans (5, 5), larger than the padded "
+                            "input (4, 4) of x (1, 1, 4, 4)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, wrong_ndim, "x is not 4-D (or 3-D for one image)")
+{
+    tg_tensor *x = F32(8, 5), *w = F32(4, 1, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: x has shape (8, 5)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, weight_not_4d,
+           "weight is not 4-D, or one of its sizes is 0")
+{
+    tg_tensor *x = F32(1, 1, 5, 5), *w = F32(4, 9);
+    tg_tensor *y = tg_conv2d(x, w, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: weight has shape (4, 9)");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, bias_shape, "bias is not (out_channels,)")
+{
+    tg_tensor *x = F32(1, 1, 5, 5), *w = F32(4, 1, 3, 3), *b = F32(3);
+    tg_tensor *y = tg_conv2d(x, w, b, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: bias has shape (3,) but weight "
+                            "(4, 1, 3, 3) has 4 output channels");
+    tg_release(x);
+    tg_release(w);
+    tg_release(b);
+}
+
+ERROR_CASE(tg_conv2d, negative_option,
+           "a stride, padding, dilation or groups is negative")
+{
+    tg_tensor *x = F32(1, 1, 5, 5), *w = F32(1, 1, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL,
+                             &(tg_conv2d_options){.stride = {1, -1}});
+    EXPECT_ERROR(y == NULL, "tg_conv2d: invalid options stride (1, -1), "
+                            "padding (0, 0), dilation (0, 0), groups 0");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, int_input, "x is int64")
+{
+    tg_tensor *x = I64(1, 1, 5, 5), *w = F32(1, 1, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: cannot convolve an int64 tensor");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, dtype_mismatch, "weight or bias has another dtype")
+{
+    tg_tensor *x = F32(1, 1, 5, 5), *w = F64(1, 1, 3, 3);
+    tg_tensor *y = tg_conv2d(x, w, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_conv2d: weight is float64 but x is float32");
+    tg_release(x);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, null_tensor, "x is NULL (an earlier call failed)")
+{
+    tg_tensor *w = F32(1, 1, 3, 3);
+    EXPECT_SILENT(tg_conv2d(NULL, w, NULL, NULL) == NULL);
+    tg_release(w);
+}
+
+ERROR_CASE(tg_conv2d, null_weight,
+           "weight is NULL (an earlier call failed; a NULL bias means no "
+           "bias)")
+{
+    tg_tensor *x = F32(1, 1, 5, 5);
+    EXPECT_SILENT(tg_conv2d(x, NULL, NULL, NULL) == NULL);
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, kernel_larger_than_padded_input,
+           "the kernel is larger than the padded input: the output would "
+           "be smaller than 1x1")
+{
+    tg_tensor *x = F32(1, 1, 3, 3);
+    tg_tensor *y = tg_max_pool2d(x, (int64_t[]){4, 4}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_max_pool2d: the kernel (4, 4) is larger "
+                            "than the padded input (3, 3) of x (1, 1, 3, 3)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, padding_over_half_kernel,
+           "padding is more than half the kernel")
+{
+    tg_tensor *x = F32(1, 1, 6, 6);
+    tg_tensor *y = tg_max_pool2d(x, (int64_t[]){2, 2}, NULL,
+                                 (int64_t[]){2, 0});
+    EXPECT_ERROR(y == NULL, "tg_max_pool2d: padding (2, 0) is more than "
+                            "half the kernel (2, 2)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, bad_window,
+           "the kernel is NULL or < 1, a stride < 1, a padding < 0")
+{
+    tg_tensor *x = F32(1, 1, 6, 6);
+    tg_tensor *y = tg_max_pool2d(x, (int64_t[]){2, 2}, (int64_t[]){0, 1},
+                                 NULL);
+    EXPECT_ERROR(y == NULL, "tg_max_pool2d: invalid window: kernel (2, 2), "
+                            "stride (0, 1), padding (0, 0)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, wrong_ndim, "x is not 4-D (or 3-D for one image)")
+{
+    tg_tensor *x = F32(6, 6);
+    tg_tensor *y = tg_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_max_pool2d: x has shape (6, 6)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, int_input, "x is int64")
+{
+    tg_tensor *x = I64(1, 1, 6, 6);
+    tg_tensor *y = tg_max_pool2d(x, (int64_t[]){2, 2}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_max_pool2d: cannot pool an int64 tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_max_pool2d, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_max_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL);
+}
+
+ERROR_CASE(tg_avg_pool2d, kernel_larger_than_padded_input,
+           "the kernel is larger than the padded input: the output would "
+           "be smaller than 1x1")
+{
+    tg_tensor *x = F32(2, 5, 1);
+    tg_tensor *y = tg_avg_pool2d(x, (int64_t[]){2, 2}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_avg_pool2d: the kernel (2, 2) is larger "
+                            "than the padded input (5, 1) of x (2, 5, 1)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_avg_pool2d, padding_over_half_kernel,
+           "padding is more than half the kernel")
+{
+    tg_tensor *x = F32(1, 1, 6, 6);
+    tg_tensor *y = tg_avg_pool2d(x, (int64_t[]){3, 3}, NULL,
+                                 (int64_t[]){1, 2});
+    EXPECT_ERROR(y == NULL, "tg_avg_pool2d: padding (1, 2) is more than "
+                            "half the kernel (3, 3)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_avg_pool2d, bad_window,
+           "the kernel is NULL or < 1, a stride < 1, a padding < 0")
+{
+    tg_tensor *x = F32(1, 1, 6, 6);
+    tg_tensor *y = tg_avg_pool2d(x, NULL, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_avg_pool2d: invalid window: kernel (0, 0), "
+                            "stride (0, 0), padding (0, 0)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_avg_pool2d, wrong_ndim, "x is not 4-D (or 3-D for one image)")
+{
+    tg_tensor *x = F32(1, 1, 1, 6, 6);
+    tg_tensor *y = tg_avg_pool2d(x, (int64_t[]){2, 2}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_avg_pool2d: x has shape (1, 1, 1, 6, 6)");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_avg_pool2d, int_input, "x is int64")
+{
+    tg_tensor *x = I64(1, 1, 6, 6);
+    tg_tensor *y = tg_avg_pool2d(x, (int64_t[]){2, 2}, NULL, NULL);
+    EXPECT_ERROR(y == NULL, "tg_avg_pool2d: cannot pool an int64 tensor");
+    tg_release(x);
+}
+
+ERROR_CASE(tg_avg_pool2d, null_tensor, "x is NULL (an earlier call failed)")
+{
+    EXPECT_SILENT(tg_avg_pool2d(NULL, (int64_t[]){2, 2}, NULL, NULL) == NULL);
+}
+
 /* ------------------------------------------- GroupNorm and InstanceNorm */
 
 ERROR_CASE(tg_group_norm, int64_input, "x is an int64 tensor")

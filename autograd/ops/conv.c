@@ -445,7 +445,8 @@ static tg_tensor *conv_compute(const tg_tensor *x, const tg_tensor *w,
         tg_tensor *bd = wd && b ? tg_contiguous_as(b, TG_FLOAT64) : NULL;
         tg_tensor *yd = wd && (bd || !b) ? tg_alloc(yshape, 4, TG_FLOAT64)
                                          : NULL;
-        if (yd) {
+        bool ok = yd != NULL;
+        if (ok) {
             conv_forward_naive(tg_data_f64(xd), tg_data_f64(wd),
                                bd ? tg_data_f64(bd) : NULL, s,
                                tg_data_f64(yd));
@@ -455,7 +456,7 @@ static tg_tensor *conv_compute(const tg_tensor *x, const tg_tensor *w,
         tg_release(bd);
         tg_release(wd);
         tg_release(xd);
-        if (yd)
+        if (ok)
             return y;
         tg_release(y);
         return NULL;
@@ -525,22 +526,23 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
     tg_tensor *cols = tg_alloc(cshape, 2, dy->dtype);
     tg_tensor *dyg = cols ? tg_alloc(gshape, 2, dy->dtype) : NULL;
     tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, dy->dtype) : NULL;
-    if (tmp && dy->dtype == TG_FLOAT32)
-        conv_backward_f32(x ? tg_data_f32(x) : NULL, w ? tg_data_f32(w) : NULL,
-                          tg_data_f32(dy), s,
+    bool ok = tmp != NULL;
+    if (ok && dy->dtype == TG_FLOAT32)
+        conv_backward_f32(x ? tg_data_f32(x) : NULL,
+                          w ? tg_data_f32(w) : NULL, tg_data_f32(dy), s,
                           dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
                           tg_data_f32(dyg), tg_data_f32(tmp));
-    else if (tmp)
-        conv_backward_f64(x ? tg_data_f64(x) : NULL, w ? tg_data_f64(w) : NULL,
-                          tg_data_f64(dy), s,
+    else if (ok)
+        conv_backward_f64(x ? tg_data_f64(x) : NULL,
+                          w ? tg_data_f64(w) : NULL, tg_data_f64(dy), s,
                           dx ? tg_data_f64(dx) : NULL,
                           dw ? tg_data_f64(dw) : NULL, tg_data_f64(cols),
                           tg_data_f64(dyg), tg_data_f64(tmp));
     tg_release(tmp);
     tg_release(dyg);
     tg_release(cols);
-    return tmp ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 /* db[o] = sum over n, p, q of dy[n, o, p, q], summed in double in that

@@ -667,3 +667,49 @@ TG_TEST(conv, gradcheck_catches_a_bias_gradient_of_one_image)
     for (int k = 0; k < 3; k++)
         tg_release(in[k]);
 }
+
+/* ----------------------------------------------------- out of memory */
+
+/* With every allocation after the first n failing, for each n until one
+ * run gets through: the forward or the backward fails with an error (or
+ * succeeds), nothing crashes and nothing leaks (the teardown counts the
+ * live tensors), on both kernels and for the pools. */
+TG_TEST(conv, out_of_memory_anywhere)
+{
+    for (size_t k = 0; k < 2; k++) {
+        cr_assert_eq(tg_set_kernels(KERNELS[k]), 0);
+        bool done = false;
+        for (int64_t n = 0; n < 400 && !done; n++) {
+            tg_tensor *x = check(tg_randn(TG_SHAPE(2, 2, 5, 5), TG_FLOAT32));
+            tg_tensor *w = check(tg_randn(TG_SHAPE(4, 1, 3, 3), TG_FLOAT32));
+            tg_tensor *b = check(tg_randn(TG_SHAPE(4), TG_FLOAT32));
+            tg_set_requires_grad(x, true);
+            tg_set_requires_grad(w, true);
+            tg_set_requires_grad(b, true);
+            tg_clear_error();
+            tg_fail_allocations_after(n);
+            tg_tensor *y = tg_conv2d(x, w, b,
+                                     &(tg_conv2d_options){.groups = 2,
+                                                          .padding = {1, 1}});
+            tg_tensor *p = tg_max_pool2d(y, (int64_t[]){2, 2}, NULL, NULL);
+            tg_tensor *a = tg_avg_pool2d(p, (int64_t[]){2, 2}, NULL, NULL);
+            tg_tensor *loss = tg_sum(a, NULL, 0, false);
+            int rc = loss ? tg_backward(loss) : -1;
+            tg_fail_allocations_after(-1);
+            if (rc != 0)
+                cr_assert(tg_last_error()[0] != '\0');
+            done = rc == 0;
+            if (done)
+                cr_assert(x->grad && w->grad && b->grad);
+            tg_release(loss);
+            tg_release(a);
+            tg_release(p);
+            tg_release(y);
+            tg_release(x);
+            tg_release(w);
+            tg_release(b);
+        }
+        cr_assert(done, "never got through with 400 allocations");
+    }
+    tg_set_kernels(TG_KERNELS_FAST);
+}

@@ -142,7 +142,7 @@ TG_TEST(ex09, one_node_named_RMSNormBackward)
                  (long long)grew);
     tg_tensor *y2 = student(y1, w, 1e-5); // a second call, on y1
     grew = tg_tape_size() - before;
-    cr_assert_eq(grew, 2, "two calls added %lld nodes; expected 2",
+    cr_assert_eq(grew, 2, "two calls of ex_rms_norm added %lld tape nodes; expected 2",
                  (long long)grew);
     tg_release(y2);
     tg_release(y1);
@@ -332,7 +332,8 @@ TG_TEST(ex09, leaves_inputs_alone)
     tg_tensor *x0 = tg_test_load_ref("ex09_x");
     tg_tensor *w0 = tg_test_load_ref("ex09_w");
     tg_tensor *y = student(x, w, 1e-3);
-    cr_assert(y != x && y != w, "return a new tensor, not an input");
+    cr_assert(y != x && y != w, "y is %s itself: return a new tensor, "
+              "not an input", y == x ? "x" : "weight");
     ex_check_close(x, x0, "x after the call (it must not change)", 0, 0);
     ex_check_close(w, w0, "weight after the call (it must not change)", 0,
                    0);

@@ -96,7 +96,7 @@ static void check_same_state(const tg_module *a, const tg_module *b,
                          : tg_module_named_parameters(a, ta, 32);
         int nb = buffers ? tg_module_named_buffers(b, tb, 32)
                          : tg_module_named_parameters(b, tb, 32);
-        cr_assert(na == nb && na <= 32, "the two models differ in size");
+        cr_assert(na == nb && na <= 32, "the two models have %d and %d %s", na, nb, buffers ? "buffers" : "parameters");
         for (int i = 0; i < na; i++) {
             char report[1024];
             cr_assert(tg_test_close(ta[i].tensor, tb[i].tensor, rtol, atol,

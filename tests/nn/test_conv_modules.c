@@ -23,40 +23,14 @@ static tg_module *check_module(tg_module *m)
     return m;
 }
 
-/* The float32 bits of the vector titled `title` (at most max); how many. */
-static int64_t torch_bits(const char *title, uint32_t *bits, int64_t max)
-{
-    FILE *f = fopen(tg_test_ref_path("torch-conv-vectors.txt"), "r");
-    cr_assert_not_null(f, "cannot open torch-conv-vectors.txt");
-    char line[256];
-    bool inside = false;
-    int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
-        const char *hex = strstr(line, "0x");
-        if (inside && hex) {
-            cr_assert_lt(n, max);
-            bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
-        }
-    }
-    fclose(f);
-    cr_assert_gt(n, 0, "no vector titled \"%s\"", title);
-    return n;
-}
-
 /* True when t (float32, contiguous) holds exactly PyTorch's bits; the
  * first difference in report otherwise. */
 static bool same_bits(const tg_tensor *t, const char *title, char *report,
                       size_t size)
 {
     static uint32_t bits[4096];
-    int64_t n = torch_bits(title, bits, 4096);
+    int64_t n =
+        tg_test_torch_bits("torch-conv-vectors.txt", title, bits, 4096);
     cr_assert_eq(t->dtype, TG_FLOAT32);
     cr_assert(tg_is_contiguous(t));
     if (t->numel != n) {

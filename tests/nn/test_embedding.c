@@ -30,39 +30,12 @@ static tg_tensor *check(tg_tensor *t)
     return t;
 }
 
-/* Reads the bits of the vector titled `title` in
- * torch-embedding-vectors.txt into bits (at most max); returns how many. */
-static int64_t torch_vector(const char *title, uint32_t *bits, int64_t max)
-{
-    FILE *f = fopen(tg_test_ref_path("torch-embedding-vectors.txt"), "r");
-    cr_assert_not_null(f, "cannot open torch-embedding-vectors.txt");
-    char line[256];
-    bool inside = false;
-    int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
-        const char *hex = strstr(line, "0x");
-        if (inside && hex) {
-            cr_assert_lt(n, max);
-            bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
-        }
-    }
-    fclose(f);
-    cr_assert_gt(n, 0, "no vector titled \"%s\"", title);
-    return n;
-}
-
 /* t (float32, contiguous) holds exactly the bits of PyTorch's vector. */
 static void expect_torch(const tg_tensor *t, const char *title)
 {
     static uint32_t bits[512];
-    int64_t n = torch_vector(title, bits, 512);
+    int64_t n =
+        tg_test_torch_bits("torch-embedding-vectors.txt", title, bits, 512);
     cr_assert_eq(t->dtype, TG_FLOAT32);
     cr_assert(tg_is_contiguous(t));
     cr_assert_eq(t->numel, n, "%s: %lld elements, PyTorch has %lld", title,
@@ -134,8 +107,9 @@ TG_TEST(embedding, init_matches_pytorch_fill_path)
 TG_TEST(embedding, init_check_catches_another_seed)
 {
     static uint32_t bits[32];
-    int64_t n = torch_vector("manual_seed(0); nn.Embedding(5, 4).weight",
-                             bits, 32);
+    int64_t n = tg_test_torch_bits("torch-embedding-vectors.txt",
+                                   "manual_seed(0); nn.Embedding(5, 4).weight",
+                                   bits, 32);
     tg_manual_seed(1);
     tg_module *e = check_module(tg_embedding_new(5, 4));
     const float *v = tg_data_f32(tg_module_parameter(e, "weight"));

@@ -342,3 +342,16 @@ int64_t tg_test_torch_bits(const char *file, const char *title,
     cr_assert_gt(n, 0, "no vector titled \"%s\" in %s", title, file);
     return n;
 }
+
+void tg_test_expect_print(tg_module *m, const char *expected)
+{
+    cr_assert_not_null(m, "%s", tg_last_error());
+    char *s = tg_module_format(m);
+    cr_assert_not_null(s, "%s", tg_last_error());
+    bool same = strcmp(s, expected) == 0;
+    if (!same)
+        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
+    free(s);
+    tg_module_free(m);
+    cr_assert(same, "%s is printed differently", expected);
+}

@@ -58,20 +58,6 @@ static bool same_bits(const tg_tensor *t, const char *title, char *report,
                   "%s: %s", (title), report_);                              \
     } while (0)
 
-/* Asserts that m prints as expected (PyTorch's repr), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    check_module(m);
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
-}
-
 /* ------------------------------------------------------------------ init */
 
 TG_TEST(conv2d, init_matches_pytorch)
@@ -142,27 +128,27 @@ TG_TEST(conv2d, init_check_catches_wrong_weights)
 
 TG_TEST(conv2d, prints_as_pytorch)
 {
-    expect_print(tg_conv2d_new(1, 8, 3, 3,
+    tg_test_expect_print(tg_conv2d_new(1, 8, 3, 3,
                                &(tg_conv2d_options){.padding = {1, 1}},
                                true),
                  "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), "
                  "padding=(1, 1))");
-    expect_print(tg_conv2d_new(4, 6, 3, 2, NULL, true),
+    tg_test_expect_print(tg_conv2d_new(4, 6, 3, 2, NULL, true),
                  "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1))");
-    expect_print(tg_conv2d_new(4, 6, 3, 3,
+    tg_test_expect_print(tg_conv2d_new(4, 6, 3, 3,
                                &(tg_conv2d_options){.stride = {2, 1},
                                                     .dilation = {2, 2},
                                                     .groups = 2},
                                false),
                  "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 1), "
                  "dilation=(2, 2), groups=2, bias=False)");
-    expect_print(tg_max_pool2d_new(2, 0, 0),
+    tg_test_expect_print(tg_max_pool2d_new(2, 0, 0),
                  "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, "
                  "ceil_mode=False)");
-    expect_print(tg_max_pool2d_new(3, 1, 1),
+    tg_test_expect_print(tg_max_pool2d_new(3, 1, 1),
                  "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, "
                  "ceil_mode=False)");
-    expect_print(tg_avg_pool2d_new(2, 0, 0),
+    tg_test_expect_print(tg_avg_pool2d_new(2, 0, 0),
                  "AvgPool2d(kernel_size=2, stride=2, padding=0)");
 }
 

@@ -50,20 +50,6 @@ static void expect_torch(const tg_tensor *t, const char *title)
     }
 }
 
-/* Asserts that m prints as expected (PyTorch's repr), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    check_module(m);
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
-}
-
 /* ------------------------------------------------------ Embedding: init */
 
 TG_TEST(embedding, init_matches_pytorch_scalar_path)
@@ -275,15 +261,17 @@ TG_TEST(flatten, non_contiguous_input_and_gradient)
 
 TG_TEST(embedding, prints_as_pytorch)
 {
-    expect_print(tg_embedding_new(27, 10), "Embedding(27, 10)");
-    expect_print(tg_flatten_new(1, -1), "Flatten(start_dim=1, end_dim=-1)");
-    expect_print(tg_flatten_new(-3, -2), "Flatten(start_dim=-3, end_dim=-2)");
+    tg_test_expect_print(tg_embedding_new(27, 10), "Embedding(27, 10)");
+    tg_test_expect_print(tg_flatten_new(1, -1),
+                         "Flatten(start_dim=1, end_dim=-1)");
+    tg_test_expect_print(tg_flatten_new(-3, -2),
+                         "Flatten(start_dim=-3, end_dim=-2)");
     tg_module *seq = check_module(tg_sequential_new(NULL, 0));
     cr_assert_eq(tg_sequential_append(seq, tg_embedding_new(27, 10)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_flatten_new(1, -1)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_linear_new(30, 200, true)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_tanh_new()), 0);
-    expect_print(seq,
+    tg_test_expect_print(seq,
                  "Sequential(\n"
                  "  (0): Embedding(27, 10)\n"
                  "  (1): Flatten(start_dim=1, end_dim=-1)\n"

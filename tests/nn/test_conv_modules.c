@@ -131,25 +131,25 @@ TG_TEST(conv2d, prints_as_pytorch)
     tg_test_expect_print(tg_conv2d_new(1, 8, 3, 3,
                                &(tg_conv2d_options){.padding = {1, 1}},
                                true),
-                 "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), "
-                 "padding=(1, 1))");
+                         "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), "
+                         "padding=(1, 1))");
     tg_test_expect_print(tg_conv2d_new(4, 6, 3, 2, NULL, true),
-                 "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1))");
+                         "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1))");
     tg_test_expect_print(tg_conv2d_new(4, 6, 3, 3,
                                &(tg_conv2d_options){.stride = {2, 1},
                                                     .dilation = {2, 2},
                                                     .groups = 2},
                                false),
-                 "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 1), "
-                 "dilation=(2, 2), groups=2, bias=False)");
+                         "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 1), "
+                         "dilation=(2, 2), groups=2, bias=False)");
     tg_test_expect_print(tg_max_pool2d_new(2, 0, 0),
-                 "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, "
-                 "ceil_mode=False)");
+                         "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, "
+                         "ceil_mode=False)");
     tg_test_expect_print(tg_max_pool2d_new(3, 1, 1),
-                 "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, "
-                 "ceil_mode=False)");
+                         "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, "
+                         "ceil_mode=False)");
     tg_test_expect_print(tg_avg_pool2d_new(2, 0, 0),
-                 "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+                         "AvgPool2d(kernel_size=2, stride=2, padding=0)");
 }
 
 /* --------------------------------------------------------------- forward */

@@ -272,13 +272,13 @@ TG_TEST(embedding, prints_as_pytorch)
     cr_assert_eq(tg_sequential_append(seq, tg_linear_new(30, 200, true)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_tanh_new()), 0);
     tg_test_expect_print(seq,
-                 "Sequential(\n"
-                 "  (0): Embedding(27, 10)\n"
-                 "  (1): Flatten(start_dim=1, end_dim=-1)\n"
-                 "  (2): Linear(in_features=30, out_features=200, "
-                 "bias=True)\n"
-                 "  (3): Tanh()\n"
-                 ")");
+                         "Sequential(\n"
+                         "  (0): Embedding(27, 10)\n"
+                         "  (1): Flatten(start_dim=1, end_dim=-1)\n"
+                         "  (2): Linear(in_features=30, out_features=200, "
+                         "bias=True)\n"
+                         "  (3): Tanh()\n"
+                         ")");
 }
 
 /* makemore part 3's model as layers: a batch of (32, 3) contexts through

@@ -1311,9 +1311,9 @@ TG_TEST(layers, layers_print_as_pytorch)
 {
     /* nn.Linear(2, 64); nn.Linear(2, 64, bias=False) */
     tg_test_expect_print(tg_linear_new(2, 64, true),
-                 "Linear(in_features=2, out_features=64, bias=True)");
+                         "Linear(in_features=2, out_features=64, bias=True)");
     tg_test_expect_print(tg_linear_new(2, 64, false),
-                 "Linear(in_features=2, out_features=64, bias=False)");
+                         "Linear(in_features=2, out_features=64, bias=False)");
     tg_test_expect_print(tg_relu_new(), "ReLU()");
     tg_test_expect_print(tg_tanh_new(), "Tanh()");
     tg_test_expect_print(tg_gelu_new(TG_GELU_EXACT),
@@ -1324,7 +1324,7 @@ TG_TEST(layers, layers_print_as_pytorch)
     tg_test_expect_print(tg_dropout_new(0.1), "Dropout(p=0.1, inplace=False)");
     tg_test_expect_print(tg_dropout_new(1.0), "Dropout(p=1.0, inplace=False)");
     tg_test_expect_print(tg_dropout_new(1.0 / 3),
-                 "Dropout(p=0.3333333333333333, inplace=False)");
+                         "Dropout(p=0.3333333333333333, inplace=False)");
     tg_test_expect_print(tg_sequential_new(NULL, 0), "Sequential()");
 }
 
@@ -1351,18 +1351,18 @@ TG_TEST(layers, sequentials_print_as_pytorch)
         ")");
     /* nn.Sequential(nn.Sequential()) */
     tg_test_expect_print(TG_SEQUENTIAL(tg_sequential_new(NULL, 0)),
-                 "Sequential(\n"
-                 "  (0): Sequential()\n"
-                 ")");
+                         "Sequential(\n"
+                         "  (0): Sequential()\n"
+                         ")");
     /* the same layers as nn.Sequential(nn.Linear(2, 8), nn.LayerNorm(8),
      * nn.GELU(), nn.Linear(8, 3)) */
     const int64_t hidden[] = {8};
     tg_test_expect_print(tg_mlp_new(2, hidden, 1, 3, TG_NORM_LAYER, TG_ACT_GELU),
-                 "Sequential(\n"
-                 "  (0): Linear(in_features=2, out_features=8, bias=True)\n"
-                 "  (1): LayerNorm((8,), eps=1e-05, "
-                 "elementwise_affine=True)\n"
-                 "  (2): GELU(approximate='none')\n"
-                 "  (3): Linear(in_features=8, out_features=3, bias=True)\n"
-                 ")");
+                         "Sequential(\n"
+                         "  (0): Linear(in_features=2, out_features=8, bias=True)\n"
+                         "  (1): LayerNorm((8,), eps=1e-05, "
+                         "elementwise_affine=True)\n"
+                         "  (2): GELU(approximate='none')\n"
+                         "  (3): Linear(in_features=8, out_features=3, bias=True)\n"
+                         ")");
 }

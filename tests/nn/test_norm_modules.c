@@ -333,40 +333,40 @@ TG_TEST(nn_norm, layer_norm_prints_as_pytorch)
     /* nn.LayerNorm((14, 768)), nn.LayerNorm(768),
      * nn.LayerNorm([3, 4, 5], eps=1e-3, elementwise_affine=False) */
     tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(14, 768), 1e-5, true),
-                 "LayerNorm((14, 768), eps=1e-05, elementwise_affine=True)");
+                         "LayerNorm((14, 768), eps=1e-05, elementwise_affine=True)");
     tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(768), 1e-5, true),
-                 "LayerNorm((768,), eps=1e-05, elementwise_affine=True)");
+                         "LayerNorm((768,), eps=1e-05, elementwise_affine=True)");
     tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(3, 4, 5), 1e-3, false),
-                 "LayerNorm((3, 4, 5), eps=0.001, elementwise_affine=False)");
+                         "LayerNorm((3, 4, 5), eps=0.001, elementwise_affine=False)");
 }
 
 TG_TEST(nn_norm, batch_norm_prints_as_pytorch)
 {
     /* nn.BatchNorm1d(64) */
     tg_test_expect_print(tg_batch_norm1d_new(64, NULL),
-                 "BatchNorm1d(64, eps=1e-05, momentum=0.1, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm1d(64, eps=1e-05, momentum=0.1, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm1d(64, momentum=None) */
     tg_batch_norm_config c = bn_config(1e-5, 0.1, true, true, true);
     tg_test_expect_print(tg_batch_norm1d_new(64, &c),
-                 "BatchNorm1d(64, eps=1e-05, momentum=None, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm1d(64, eps=1e-05, momentum=None, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm2d(3, eps=1e-3, momentum=0.3, affine=False,
      * track_running_stats=False) */
     c = bn_config(1e-3, 0.3, false, false, false);
     tg_test_expect_print(tg_batch_norm2d_new(3, &c),
-                 "BatchNorm2d(3, eps=0.001, momentum=0.3, affine=False, "
-                 "track_running_stats=False)");
+                         "BatchNorm2d(3, eps=0.001, momentum=0.3, affine=False, "
+                         "track_running_stats=False)");
     /* nn.BatchNorm1d(3, eps=1e-4, momentum=0.25) */
     c = bn_config(1e-4, 0.25, false, true, true);
     tg_test_expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=0.0001, momentum=0.25, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm1d(3, eps=0.0001, momentum=0.25, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm2d(16, eps=1e-6, momentum=0.01) */
     c = bn_config(1e-6, 0.01, false, true, true);
     tg_test_expect_print(tg_batch_norm2d_new(16, &c),
-                 "BatchNorm2d(16, eps=1e-06, momentum=0.01, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm2d(16, eps=1e-06, momentum=0.01, affine=True, "
+                         "track_running_stats=True)");
 }
 
 /* Python prints a float that is a whole number with ".0": torch shows
@@ -376,14 +376,14 @@ TG_TEST(nn_norm, whole_number_settings_print_as_python_floats)
 {
     tg_batch_norm_config c = bn_config(1e-5, 1.0, false, true, true);
     tg_test_expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=1e-05, momentum=1.0, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm1d(3, eps=1e-05, momentum=1.0, affine=True, "
+                         "track_running_stats=True)");
     c = bn_config(TG_EXACT_ZERO, TG_EXACT_ZERO, false, true, true);
     tg_test_expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=0.0, momentum=0.0, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm1d(3, eps=0.0, momentum=0.0, affine=True, "
+                         "track_running_stats=True)");
     tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(4), 1.0, true),
-                 "LayerNorm((4,), eps=1.0, elementwise_affine=True)");
+                         "LayerNorm((4,), eps=1.0, elementwise_affine=True)");
 }
 
 /* Other floats as Python's repr writes them (the shortest digits that
@@ -394,14 +394,14 @@ TG_TEST(nn_norm, settings_print_with_python_float_digits)
 {
     tg_batch_norm_config c = bn_config(2.5e-5, 1.0 / 3, false, true, true);
     tg_test_expect_print(tg_batch_norm1d_new(2, &c),
-                 "BatchNorm1d(2, eps=2.5e-05, momentum=0.3333333333333333, "
-                 "affine=True, track_running_stats=True)");
+                         "BatchNorm1d(2, eps=2.5e-05, momentum=0.3333333333333333, "
+                         "affine=True, track_running_stats=True)");
     tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(2), 1e-10, true),
-                 "LayerNorm((2,), eps=1e-10, elementwise_affine=True)");
+                         "LayerNorm((2,), eps=1e-10, elementwise_affine=True)");
     c = bn_config(0.123456789, 0.5, false, true, true);
     tg_test_expect_print(tg_batch_norm2d_new(2, &c),
-                 "BatchNorm2d(2, eps=0.123456789, momentum=0.5, affine=True, "
-                 "track_running_stats=True)");
+                         "BatchNorm2d(2, eps=0.123456789, momentum=0.5, affine=True, "
+                         "track_running_stats=True)");
 }
 
 /* correction has no PyTorch counterpart; a layer that does not normalise

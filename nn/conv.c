@@ -65,19 +65,6 @@ static tg_tensor *conv_forward(tg_module *m, const tg_tensor *x)
 static const tg_module_type conv_type = {"Conv2d", conv_forward,
                                          conv_describe, sizeof(conv_data)};
 
-/* A new float32 tensor of shape drawn from U(-bound, bound) with the
- * default generator, registered as a parameter of m. */
-static int add_uniform(tg_module *m, const char *name, const int64_t *shape,
-                       int ndim, double bound)
-{
-    tg_tensor *t = tg_empty(shape, ndim, TG_FLOAT32);
-    int rc = !t || tg_uniform_(t, -bound, bound, NULL) < 0
-                 ? -1
-                 : tg_module_add_parameter(m, name, t);
-    tg_release(t);
-    return rc;
-}
-
 /* PyTorch's _ConvNd.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)),
  * i.e. U(-bound, bound) with
  *   gain = sqrt(2 / (1 + a^2)),  bound = sqrt(3) * gain / sqrt(fan_in)
@@ -155,8 +142,9 @@ tg_module *tg_conv2d_new(int64_t in_channels, int64_t out_channels,
     double std = gain / sqrt(fan_in);
     double wbound = sqrt(3.0) * std;
     double bbound = 1.0 / sqrt(fan_in);
-    if (add_uniform(m, "weight", wshape, 4, wbound) < 0 ||
-        (bias && add_uniform(m, "bias", &out_channels, 1, bbound) < 0)) {
+    if (tg_module_add_uniform(m, "weight", wshape, 4, wbound) < 0 ||
+        (bias && tg_module_add_uniform(m, "bias", &out_channels, 1,
+                                       bbound) < 0)) {
         tg_module_free(m);
         return NULL;
     }

@@ -13,20 +13,6 @@
 
 #include <stdio.h>
 
-/* Registers a new float32 tensor of shape (C,), or () for int64, full of
- * value, as a parameter or a buffer. */
-static int gn_add_filled(tg_module *m, const char *name, bool parameter,
-                         const int64_t *shape, int ndim, double value,
-                         tg_dtype dtype)
-{
-    tg_tensor *t = tg_full(shape, ndim, value, dtype);
-    int rc = !t ? -1
-             : parameter ? tg_module_add_parameter(m, name, t)
-                         : tg_module_add_buffer(m, name, t);
-    tg_release(t);
-    return rc;
-}
-
 /* ------------------------------------------------------------- GroupNorm */
 
 typedef struct group_norm_data {
@@ -85,8 +71,8 @@ tg_module *tg_group_norm_new(int64_t num_groups, int64_t num_channels,
     d->affine = affine;
     const int64_t C = num_channels;
     if (affine &&
-        (gn_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32) < 0 ||
-         gn_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32) < 0)) {
+        (tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32) < 0 ||
+         tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32) < 0)) {
         tg_module_free(m);
         return NULL;
     }
@@ -214,16 +200,16 @@ static tg_module *instance_norm_new(const char *fn,
     const int64_t C = num_features;
     int rc = 0;
     if (affine) {
-        rc |= gn_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
-        rc |= gn_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
     }
     if (track_running_stats) {
-        rc |= gn_add_filled(m, "running_mean", false, &C, 1, 0.0,
+        rc |= tg_module_add_filled(m, "running_mean", false, &C, 1, 0.0,
                             TG_FLOAT32);
-        rc |= gn_add_filled(m, "running_var", false, &C, 1, 1.0,
+        rc |= tg_module_add_filled(m, "running_var", false, &C, 1, 1.0,
                             TG_FLOAT32);
-        rc |= gn_add_filled(m, "num_batches_tracked", false, NULL, 0, 0.0,
-                            TG_INT64);
+        rc |= tg_module_add_filled(m, "num_batches_tracked", false, NULL, 0,
+                                   0.0, TG_INT64);
     }
     if (rc) {
         tg_module_free(m);

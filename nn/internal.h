@@ -7,6 +7,7 @@
 #define TG_NN_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct tg_module tg_module;
 
@@ -35,5 +36,17 @@ int tg_checkpoint_write(const char *fn, const char *dir,
  * TG_EXACT_ZERO, becomes 0.0); NULL: the defaults (nn/norm.c). */
 tg_batch_norm_config
 tg_batch_norm_config_resolve(const tg_batch_norm_config *config);
+
+/* Registers a new tensor of shape, full of value (tg_full), as a
+ * parameter of m when parameter is true, else as a buffer: 0, or -1 with
+ * the error set. The module keeps its own reference. */
+int tg_module_add_filled(tg_module *m, const char *name, bool parameter,
+                         const int64_t *shape, int ndim, double value,
+                         tg_dtype dtype);
+/* Registers a new float32 tensor of shape drawn from U(-bound, bound) with
+ * the default generator (tg_uniform_, PyTorch's CPU draw) as a parameter of
+ * m: 0, or -1 with the error set. */
+int tg_module_add_uniform(tg_module *m, const char *name,
+                          const int64_t *shape, int ndim, double bound);
 
 #endif

@@ -97,19 +97,6 @@ static const tg_module_type linear_type = {"Linear", linear_forward,
                                            linear_describe,
                                            sizeof(linear_data)};
 
-/* A new float32 tensor of shape drawn from U(-k, k) with the default
- * generator, registered as a parameter of m. */
-static int add_uniform(tg_module *m, const char *name, const int64_t *shape,
-                       int ndim, double k)
-{
-    tg_tensor *t = tg_empty(shape, ndim, TG_FLOAT32);
-    int rc = !t || tg_uniform_(t, -k, k, NULL) < 0
-                 ? -1
-                 : tg_module_add_parameter(m, name, t);
-    tg_release(t);
-    return rc;
-}
-
 /* PyTorch's reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), whose
  * bound sqrt(3) * gain / sqrt(fan_in) with gain = sqrt(2 / (1 + a^2)) is
  * 1 / sqrt(in_features), then bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
@@ -146,8 +133,8 @@ tg_module *tg_linear_new(int64_t in_features, int64_t out_features,
     d->out_features = out_features;
     d->bias = bias;
     double k = 1.0 / sqrt((double)in_features);
-    if (add_uniform(m, "weight", wshape, 2, k) < 0 ||
-        (bias && add_uniform(m, "bias", &out_features, 1, k) < 0)) {
+    if (tg_module_add_uniform(m, "weight", wshape, 2, k) < 0 ||
+        (bias && tg_module_add_uniform(m, "bias", &out_features, 1, k) < 0)) {
         tg_module_free(m);
         return NULL;
     }

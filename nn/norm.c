@@ -17,21 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- helpers */
-
-/* Registers a new tensor of shape full of value as a parameter or buffer. */
-static int add_filled(tg_module *m, const char *name, bool parameter,
-                      const int64_t *shape, int ndim, double value,
-                      tg_dtype dtype)
-{
-    tg_tensor *t = tg_full(shape, ndim, value, dtype);
-    int rc = !t ? -1
-             : parameter ? tg_module_add_parameter(m, name, t)
-                         : tg_module_add_buffer(m, name, t);
-    tg_release(t);
-    return rc;
-}
-
 /* ------------------------------------------------------------- LayerNorm */
 
 typedef struct layer_norm_data {
@@ -105,8 +90,10 @@ tg_module *tg_layer_norm_new(const int64_t *normalized_shape, int ndim,
     d->eps = eps;
     d->affine = elementwise_affine;
     if (elementwise_affine &&
-        (add_filled(m, "weight", true, d->shape, ndim, 1.0, TG_FLOAT32) < 0 ||
-         add_filled(m, "bias", true, d->shape, ndim, 0.0, TG_FLOAT32) < 0)) {
+        (tg_module_add_filled(m, "weight", true, d->shape, ndim, 1.0,
+                              TG_FLOAT32) < 0 ||
+         tg_module_add_filled(m, "bias", true, d->shape, ndim, 0.0,
+                              TG_FLOAT32) < 0)) {
         tg_module_free(m);
         return NULL;
     }
@@ -289,14 +276,16 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
     const int64_t C = num_features;
     int rc = 0;
     if (!c.no_affine) {
-        rc |= add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
-        rc |= add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
     }
     if (!c.no_running_stats) {
-        rc |= add_filled(m, "running_mean", false, &C, 1, 0.0, TG_FLOAT32);
-        rc |= add_filled(m, "running_var", false, &C, 1, 1.0, TG_FLOAT32);
-        rc |= add_filled(m, "num_batches_tracked", false, NULL, 0, 0.0,
-                         TG_INT64);
+        rc |= tg_module_add_filled(m, "running_mean", false, &C, 1, 0.0,
+                                   TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "running_var", false, &C, 1, 1.0,
+                                   TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "num_batches_tracked", false, NULL, 0,
+                                   0.0, TG_INT64);
     }
     if (rc) {
         tg_module_free(m);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h> // _exit
 #ifdef TG_TEST_HAVE_VALGRIND
 #include <valgrind/memcheck.h>
@@ -313,4 +314,44 @@ bool tg_test_valgrind_no_leaks(char *report, size_t report_size)
 #else
     return true;
 #endif
+}
+
+int64_t tg_test_torch_bits(const char *file, const char *title,
+                           uint32_t *bits, int64_t max)
+{
+    FILE *f = fopen(tg_test_ref_path(file), "r");
+    cr_assert_not_null(f, "cannot open %s", file);
+    char line[256];
+    bool inside = false;
+    int64_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "## ", 3) == 0) {
+            if (inside)
+                break;
+            inside = strcmp(line + 3, title) == 0;
+            continue;
+        }
+        const char *hex = strstr(line, "0x");
+        if (inside && hex) {
+            cr_assert_lt(n, max);
+            bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
+        }
+    }
+    fclose(f);
+    cr_assert_gt(n, 0, "no vector titled \"%s\" in %s", title, file);
+    return n;
+}
+
+void tg_test_expect_print(tg_module *m, const char *expected)
+{
+    cr_assert_not_null(m, "%s", tg_last_error());
+    char *s = tg_module_format(m);
+    cr_assert_not_null(s, "%s", tg_last_error());
+    bool same = strcmp(s, expected) == 0;
+    if (!same)
+        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
+    free(s);
+    tg_module_free(m);
+    cr_assert(same, "%s is printed differently", expected);
 }

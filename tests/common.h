@@ -116,4 +116,15 @@ bool tg_test_under_valgrind(void);
  * The teardown of every TG_TEST calls it. */
 bool tg_test_valgrind_no_leaks(char *report, size_t report_size);
 
+/* Reads the float32 bits (the first 0x... of each line) of the vector
+ * titled `## title` in the reference file `file` into bits (at most max);
+ * returns how many. Fails the test when the file or title is missing. */
+int64_t tg_test_torch_bits(const char *file, const char *title,
+                           uint32_t *bits, int64_t max);
+
+/* Asserts that m prints as `expected` (PyTorch 1.13's repr of the same
+ * torch.nn model, written here as torch printed it), then frees m (a NULL
+ * m fails the test with the last error). */
+void tg_test_expect_print(tg_module *m, const char *expected);
+
 #endif

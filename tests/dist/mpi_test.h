@@ -51,4 +51,8 @@ bool mt_first_line_is(const char *first_line);
  * (INFINITY if the shapes differ). */
 double mt_max_abs_diff(const tg_tensor *a, const tg_tensor *b);
 
+/* How many MPI_Allreduce and MPI_Allgather calls this rank has made, in a
+ * test linked with mpi_calls.c (which interposes the two). */
+extern int mt_mpi_calls;
+
 #endif

@@ -23,40 +23,14 @@ static tg_module *check_module(tg_module *m)
     return m;
 }
 
-/* The float32 bits of the vector titled `title` (at most max); how many. */
-static int64_t torch_bits(const char *title, uint32_t *bits, int64_t max)
-{
-    FILE *f = fopen(tg_test_ref_path("torch-conv-vectors.txt"), "r");
-    cr_assert_not_null(f, "cannot open torch-conv-vectors.txt");
-    char line[256];
-    bool inside = false;
-    int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
-        const char *hex = strstr(line, "0x");
-        if (inside && hex) {
-            cr_assert_lt(n, max);
-            bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
-        }
-    }
-    fclose(f);
-    cr_assert_gt(n, 0, "no vector titled \"%s\"", title);
-    return n;
-}
-
 /* True when t (float32, contiguous) holds exactly PyTorch's bits; the
  * first difference in report otherwise. */
 static bool same_bits(const tg_tensor *t, const char *title, char *report,
                       size_t size)
 {
     static uint32_t bits[4096];
-    int64_t n = torch_bits(title, bits, 4096);
+    int64_t n =
+        tg_test_torch_bits("torch-conv-vectors.txt", title, bits, 4096);
     cr_assert_eq(t->dtype, TG_FLOAT32);
     cr_assert(tg_is_contiguous(t));
     if (t->numel != n) {
@@ -83,20 +57,6 @@ static bool same_bits(const tg_tensor *t, const char *title, char *report,
         cr_assert(same_bits((t), (title), report_, sizeof report_),        \
                   "%s: %s", (title), report_);                              \
     } while (0)
-
-/* Asserts that m prints as expected (PyTorch's repr), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    check_module(m);
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
-}
 
 /* ------------------------------------------------------------------ init */
 
@@ -168,28 +128,28 @@ TG_TEST(conv2d, init_check_catches_wrong_weights)
 
 TG_TEST(conv2d, prints_as_pytorch)
 {
-    expect_print(tg_conv2d_new(1, 8, 3, 3,
+    tg_test_expect_print(tg_conv2d_new(1, 8, 3, 3,
                                &(tg_conv2d_options){.padding = {1, 1}},
                                true),
-                 "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), "
-                 "padding=(1, 1))");
-    expect_print(tg_conv2d_new(4, 6, 3, 2, NULL, true),
-                 "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1))");
-    expect_print(tg_conv2d_new(4, 6, 3, 3,
+                         "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), "
+                         "padding=(1, 1))");
+    tg_test_expect_print(tg_conv2d_new(4, 6, 3, 2, NULL, true),
+                         "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1))");
+    tg_test_expect_print(tg_conv2d_new(4, 6, 3, 3,
                                &(tg_conv2d_options){.stride = {2, 1},
                                                     .dilation = {2, 2},
                                                     .groups = 2},
                                false),
-                 "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 1), "
-                 "dilation=(2, 2), groups=2, bias=False)");
-    expect_print(tg_max_pool2d_new(2, 0, 0),
-                 "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, "
-                 "ceil_mode=False)");
-    expect_print(tg_max_pool2d_new(3, 1, 1),
-                 "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, "
-                 "ceil_mode=False)");
-    expect_print(tg_avg_pool2d_new(2, 0, 0),
-                 "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+                         "Conv2d(4, 6, kernel_size=(3, 3), stride=(2, 1), "
+                         "dilation=(2, 2), groups=2, bias=False)");
+    tg_test_expect_print(tg_max_pool2d_new(2, 0, 0),
+                         "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, "
+                         "ceil_mode=False)");
+    tg_test_expect_print(tg_max_pool2d_new(3, 1, 1),
+                         "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, "
+                         "ceil_mode=False)");
+    tg_test_expect_print(tg_avg_pool2d_new(2, 0, 0),
+                         "AvgPool2d(kernel_size=2, stride=2, padding=0)");
 }
 
 /* --------------------------------------------------------------- forward */

@@ -30,39 +30,12 @@ static tg_tensor *check(tg_tensor *t)
     return t;
 }
 
-/* Reads the bits of the vector titled `title` in
- * torch-embedding-vectors.txt into bits (at most max); returns how many. */
-static int64_t torch_vector(const char *title, uint32_t *bits, int64_t max)
-{
-    FILE *f = fopen(tg_test_ref_path("torch-embedding-vectors.txt"), "r");
-    cr_assert_not_null(f, "cannot open torch-embedding-vectors.txt");
-    char line[256];
-    bool inside = false;
-    int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
-        const char *hex = strstr(line, "0x");
-        if (inside && hex) {
-            cr_assert_lt(n, max);
-            bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
-        }
-    }
-    fclose(f);
-    cr_assert_gt(n, 0, "no vector titled \"%s\"", title);
-    return n;
-}
-
 /* t (float32, contiguous) holds exactly the bits of PyTorch's vector. */
 static void expect_torch(const tg_tensor *t, const char *title)
 {
     static uint32_t bits[512];
-    int64_t n = torch_vector(title, bits, 512);
+    int64_t n =
+        tg_test_torch_bits("torch-embedding-vectors.txt", title, bits, 512);
     cr_assert_eq(t->dtype, TG_FLOAT32);
     cr_assert(tg_is_contiguous(t));
     cr_assert_eq(t->numel, n, "%s: %lld elements, PyTorch has %lld", title,
@@ -75,20 +48,6 @@ static void expect_torch(const tg_tensor *t, const char *title)
                      "%s[%lld] is %.9g (0x%08x), PyTorch has 0x%08x", title,
                      (long long)i, (double)v[i], b, bits[i]);
     }
-}
-
-/* Asserts that m prints as expected (PyTorch's repr), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    check_module(m);
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
 }
 
 /* ------------------------------------------------------ Embedding: init */
@@ -134,8 +93,9 @@ TG_TEST(embedding, init_matches_pytorch_fill_path)
 TG_TEST(embedding, init_check_catches_another_seed)
 {
     static uint32_t bits[32];
-    int64_t n = torch_vector("manual_seed(0); nn.Embedding(5, 4).weight",
-                             bits, 32);
+    int64_t n = tg_test_torch_bits("torch-embedding-vectors.txt",
+                                   "manual_seed(0); nn.Embedding(5, 4).weight",
+                                   bits, 32);
     tg_manual_seed(1);
     tg_module *e = check_module(tg_embedding_new(5, 4));
     const float *v = tg_data_f32(tg_module_parameter(e, "weight"));
@@ -301,22 +261,24 @@ TG_TEST(flatten, non_contiguous_input_and_gradient)
 
 TG_TEST(embedding, prints_as_pytorch)
 {
-    expect_print(tg_embedding_new(27, 10), "Embedding(27, 10)");
-    expect_print(tg_flatten_new(1, -1), "Flatten(start_dim=1, end_dim=-1)");
-    expect_print(tg_flatten_new(-3, -2), "Flatten(start_dim=-3, end_dim=-2)");
+    tg_test_expect_print(tg_embedding_new(27, 10), "Embedding(27, 10)");
+    tg_test_expect_print(tg_flatten_new(1, -1),
+                         "Flatten(start_dim=1, end_dim=-1)");
+    tg_test_expect_print(tg_flatten_new(-3, -2),
+                         "Flatten(start_dim=-3, end_dim=-2)");
     tg_module *seq = check_module(tg_sequential_new(NULL, 0));
     cr_assert_eq(tg_sequential_append(seq, tg_embedding_new(27, 10)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_flatten_new(1, -1)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_linear_new(30, 200, true)), 0);
     cr_assert_eq(tg_sequential_append(seq, tg_tanh_new()), 0);
-    expect_print(seq,
-                 "Sequential(\n"
-                 "  (0): Embedding(27, 10)\n"
-                 "  (1): Flatten(start_dim=1, end_dim=-1)\n"
-                 "  (2): Linear(in_features=30, out_features=200, "
-                 "bias=True)\n"
-                 "  (3): Tanh()\n"
-                 ")");
+    tg_test_expect_print(seq,
+                         "Sequential(\n"
+                         "  (0): Embedding(27, 10)\n"
+                         "  (1): Flatten(start_dim=1, end_dim=-1)\n"
+                         "  (2): Linear(in_features=30, out_features=200, "
+                         "bias=True)\n"
+                         "  (3): Tanh()\n"
+                         ")");
 }
 
 /* makemore part 3's model as layers: a batch of (32, 3) contexts through

@@ -68,21 +68,6 @@ static void set_tensor(tg_tensor *dst, const tg_tensor *value)
     cr_assert_eq(rc, 0, "%s", tg_last_error());
 }
 
-/* Asserts that m prints as `expected` (PyTorch 1.13's repr of the same
- * torch.nn model, pasted here as torch printed it), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    check_module(m);
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
-}
-
 /* The type name of child i of m. */
 static const char *child_type(const tg_module *m, int i)
 {
@@ -1325,21 +1310,22 @@ TG_TEST(layers, linear_rejects_other_inputs)
 TG_TEST(layers, layers_print_as_pytorch)
 {
     /* nn.Linear(2, 64); nn.Linear(2, 64, bias=False) */
-    expect_print(tg_linear_new(2, 64, true),
-                 "Linear(in_features=2, out_features=64, bias=True)");
-    expect_print(tg_linear_new(2, 64, false),
-                 "Linear(in_features=2, out_features=64, bias=False)");
-    expect_print(tg_relu_new(), "ReLU()");
-    expect_print(tg_tanh_new(), "Tanh()");
-    expect_print(tg_gelu_new(TG_GELU_EXACT), "GELU(approximate='none')");
-    expect_print(tg_gelu_new(TG_GELU_TANH), "GELU(approximate='tanh')");
+    tg_test_expect_print(tg_linear_new(2, 64, true),
+                         "Linear(in_features=2, out_features=64, bias=True)");
+    tg_test_expect_print(tg_linear_new(2, 64, false),
+                         "Linear(in_features=2, out_features=64, bias=False)");
+    tg_test_expect_print(tg_relu_new(), "ReLU()");
+    tg_test_expect_print(tg_tanh_new(), "Tanh()");
+    tg_test_expect_print(tg_gelu_new(TG_GELU_EXACT),
+                         "GELU(approximate='none')");
+    tg_test_expect_print(tg_gelu_new(TG_GELU_TANH), "GELU(approximate='tanh')");
     /* nn.Dropout(), nn.Dropout(0.1), nn.Dropout(1.0), nn.Dropout(1/3) */
-    expect_print(tg_dropout_new(0.5), "Dropout(p=0.5, inplace=False)");
-    expect_print(tg_dropout_new(0.1), "Dropout(p=0.1, inplace=False)");
-    expect_print(tg_dropout_new(1.0), "Dropout(p=1.0, inplace=False)");
-    expect_print(tg_dropout_new(1.0 / 3),
-                 "Dropout(p=0.3333333333333333, inplace=False)");
-    expect_print(tg_sequential_new(NULL, 0), "Sequential()");
+    tg_test_expect_print(tg_dropout_new(0.5), "Dropout(p=0.5, inplace=False)");
+    tg_test_expect_print(tg_dropout_new(0.1), "Dropout(p=0.1, inplace=False)");
+    tg_test_expect_print(tg_dropout_new(1.0), "Dropout(p=1.0, inplace=False)");
+    tg_test_expect_print(tg_dropout_new(1.0 / 3),
+                         "Dropout(p=0.3333333333333333, inplace=False)");
+    tg_test_expect_print(tg_sequential_new(NULL, 0), "Sequential()");
 }
 
 TG_TEST(layers, sequentials_print_as_pytorch)
@@ -1347,7 +1333,7 @@ TG_TEST(layers, sequentials_print_as_pytorch)
     /* nn.Sequential(nn.Linear(2, 64), nn.BatchNorm1d(64), nn.ReLU(),
      *               nn.Sequential(nn.Tanh(), nn.Dropout()),
      *               nn.Linear(64, 3)) */
-    expect_print(
+    tg_test_expect_print(
         TG_SEQUENTIAL(tg_linear_new(2, 64, true),
                       tg_batch_norm1d_new(64, NULL), tg_relu_new(),
                       TG_SEQUENTIAL(tg_tanh_new(), tg_dropout_new(0.5)),
@@ -1364,19 +1350,19 @@ TG_TEST(layers, sequentials_print_as_pytorch)
         "  (4): Linear(in_features=64, out_features=3, bias=True)\n"
         ")");
     /* nn.Sequential(nn.Sequential()) */
-    expect_print(TG_SEQUENTIAL(tg_sequential_new(NULL, 0)),
-                 "Sequential(\n"
-                 "  (0): Sequential()\n"
-                 ")");
+    tg_test_expect_print(TG_SEQUENTIAL(tg_sequential_new(NULL, 0)),
+                         "Sequential(\n"
+                         "  (0): Sequential()\n"
+                         ")");
     /* the same layers as nn.Sequential(nn.Linear(2, 8), nn.LayerNorm(8),
      * nn.GELU(), nn.Linear(8, 3)) */
     const int64_t hidden[] = {8};
-    expect_print(tg_mlp_new(2, hidden, 1, 3, TG_NORM_LAYER, TG_ACT_GELU),
-                 "Sequential(\n"
-                 "  (0): Linear(in_features=2, out_features=8, bias=True)\n"
-                 "  (1): LayerNorm((8,), eps=1e-05, "
-                 "elementwise_affine=True)\n"
-                 "  (2): GELU(approximate='none')\n"
-                 "  (3): Linear(in_features=8, out_features=3, bias=True)\n"
-                 ")");
+    tg_test_expect_print(tg_mlp_new(2, hidden, 1, 3, TG_NORM_LAYER, TG_ACT_GELU),
+                         "Sequential(\n"
+                         "  (0): Linear(in_features=2, out_features=8, bias=True)\n"
+                         "  (1): LayerNorm((8,), eps=1e-05, "
+                         "elementwise_affine=True)\n"
+                         "  (2): GELU(approximate='none')\n"
+                         "  (3): Linear(in_features=8, out_features=3, bias=True)\n"
+                         ")");
 }

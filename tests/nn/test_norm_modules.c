@@ -315,21 +315,6 @@ TG_TEST(nn_norm, reference_check_rejects_a_wrong_momentum)
 
 /* --------------------------------------------------------------- printing */
 
-/* Asserts that m prints as `expected` (PyTorch 1.13's repr of the same
- * torch.nn layer, written here as torch printed it), then frees m. */
-static void expect_print(tg_module *m, const char *expected)
-{
-    cr_assert_not_null(m, "%s", tg_last_error());
-    char *s = tg_module_format(m);
-    cr_assert_not_null(s, "%s", tg_last_error());
-    bool same = strcmp(s, expected) == 0;
-    if (!same)
-        cr_log_error("printed:  %s\nexpected: %s", s, expected);
-    free(s);
-    tg_module_free(m);
-    cr_assert(same, "%s is printed differently", expected);
-}
-
 static tg_batch_norm_config bn_config(double eps, double momentum,
                                       bool cumulative, bool affine,
                                       bool track)
@@ -347,41 +332,41 @@ TG_TEST(nn_norm, layer_norm_prints_as_pytorch)
 {
     /* nn.LayerNorm((14, 768)), nn.LayerNorm(768),
      * nn.LayerNorm([3, 4, 5], eps=1e-3, elementwise_affine=False) */
-    expect_print(tg_layer_norm_new(TG_SHAPE(14, 768), 1e-5, true),
-                 "LayerNorm((14, 768), eps=1e-05, elementwise_affine=True)");
-    expect_print(tg_layer_norm_new(TG_SHAPE(768), 1e-5, true),
-                 "LayerNorm((768,), eps=1e-05, elementwise_affine=True)");
-    expect_print(tg_layer_norm_new(TG_SHAPE(3, 4, 5), 1e-3, false),
-                 "LayerNorm((3, 4, 5), eps=0.001, elementwise_affine=False)");
+    tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(14, 768), 1e-5, true),
+                         "LayerNorm((14, 768), eps=1e-05, elementwise_affine=True)");
+    tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(768), 1e-5, true),
+                         "LayerNorm((768,), eps=1e-05, elementwise_affine=True)");
+    tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(3, 4, 5), 1e-3, false),
+                         "LayerNorm((3, 4, 5), eps=0.001, elementwise_affine=False)");
 }
 
 TG_TEST(nn_norm, batch_norm_prints_as_pytorch)
 {
     /* nn.BatchNorm1d(64) */
-    expect_print(tg_batch_norm1d_new(64, NULL),
-                 "BatchNorm1d(64, eps=1e-05, momentum=0.1, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(64, NULL),
+                         "BatchNorm1d(64, eps=1e-05, momentum=0.1, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm1d(64, momentum=None) */
     tg_batch_norm_config c = bn_config(1e-5, 0.1, true, true, true);
-    expect_print(tg_batch_norm1d_new(64, &c),
-                 "BatchNorm1d(64, eps=1e-05, momentum=None, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(64, &c),
+                         "BatchNorm1d(64, eps=1e-05, momentum=None, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm2d(3, eps=1e-3, momentum=0.3, affine=False,
      * track_running_stats=False) */
     c = bn_config(1e-3, 0.3, false, false, false);
-    expect_print(tg_batch_norm2d_new(3, &c),
-                 "BatchNorm2d(3, eps=0.001, momentum=0.3, affine=False, "
-                 "track_running_stats=False)");
+    tg_test_expect_print(tg_batch_norm2d_new(3, &c),
+                         "BatchNorm2d(3, eps=0.001, momentum=0.3, affine=False, "
+                         "track_running_stats=False)");
     /* nn.BatchNorm1d(3, eps=1e-4, momentum=0.25) */
     c = bn_config(1e-4, 0.25, false, true, true);
-    expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=0.0001, momentum=0.25, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(3, &c),
+                         "BatchNorm1d(3, eps=0.0001, momentum=0.25, affine=True, "
+                         "track_running_stats=True)");
     /* nn.BatchNorm2d(16, eps=1e-6, momentum=0.01) */
     c = bn_config(1e-6, 0.01, false, true, true);
-    expect_print(tg_batch_norm2d_new(16, &c),
-                 "BatchNorm2d(16, eps=1e-06, momentum=0.01, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm2d_new(16, &c),
+                         "BatchNorm2d(16, eps=1e-06, momentum=0.01, affine=True, "
+                         "track_running_stats=True)");
 }
 
 /* Python prints a float that is a whole number with ".0": torch shows
@@ -390,15 +375,15 @@ TG_TEST(nn_norm, batch_norm_prints_as_pytorch)
 TG_TEST(nn_norm, whole_number_settings_print_as_python_floats)
 {
     tg_batch_norm_config c = bn_config(1e-5, 1.0, false, true, true);
-    expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=1e-05, momentum=1.0, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(3, &c),
+                         "BatchNorm1d(3, eps=1e-05, momentum=1.0, affine=True, "
+                         "track_running_stats=True)");
     c = bn_config(TG_EXACT_ZERO, TG_EXACT_ZERO, false, true, true);
-    expect_print(tg_batch_norm1d_new(3, &c),
-                 "BatchNorm1d(3, eps=0.0, momentum=0.0, affine=True, "
-                 "track_running_stats=True)");
-    expect_print(tg_layer_norm_new(TG_SHAPE(4), 1.0, true),
-                 "LayerNorm((4,), eps=1.0, elementwise_affine=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(3, &c),
+                         "BatchNorm1d(3, eps=0.0, momentum=0.0, affine=True, "
+                         "track_running_stats=True)");
+    tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(4), 1.0, true),
+                         "LayerNorm((4,), eps=1.0, elementwise_affine=True)");
 }
 
 /* Other floats as Python's repr writes them (the shortest digits that
@@ -408,15 +393,15 @@ TG_TEST(nn_norm, whole_number_settings_print_as_python_floats)
 TG_TEST(nn_norm, settings_print_with_python_float_digits)
 {
     tg_batch_norm_config c = bn_config(2.5e-5, 1.0 / 3, false, true, true);
-    expect_print(tg_batch_norm1d_new(2, &c),
-                 "BatchNorm1d(2, eps=2.5e-05, momentum=0.3333333333333333, "
-                 "affine=True, track_running_stats=True)");
-    expect_print(tg_layer_norm_new(TG_SHAPE(2), 1e-10, true),
-                 "LayerNorm((2,), eps=1e-10, elementwise_affine=True)");
+    tg_test_expect_print(tg_batch_norm1d_new(2, &c),
+                         "BatchNorm1d(2, eps=2.5e-05, momentum=0.3333333333333333, "
+                         "affine=True, track_running_stats=True)");
+    tg_test_expect_print(tg_layer_norm_new(TG_SHAPE(2), 1e-10, true),
+                         "LayerNorm((2,), eps=1e-10, elementwise_affine=True)");
     c = bn_config(0.123456789, 0.5, false, true, true);
-    expect_print(tg_batch_norm2d_new(2, &c),
-                 "BatchNorm2d(2, eps=0.123456789, momentum=0.5, affine=True, "
-                 "track_running_stats=True)");
+    tg_test_expect_print(tg_batch_norm2d_new(2, &c),
+                         "BatchNorm2d(2, eps=0.123456789, momentum=0.5, affine=True, "
+                         "track_running_stats=True)");
 }
 
 /* correction has no PyTorch counterpart; a layer that does not normalise

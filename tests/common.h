@@ -122,6 +122,9 @@ bool tg_test_valgrind_no_leaks(char *report, size_t report_size);
 int64_t tg_test_torch_bits(const char *file, const char *title,
                            uint32_t *bits, int64_t max);
 
+/* Whether m prints (tg_module_format) exactly as expected; logs both when
+ * not. m borrowed. */
+bool tg_test_prints_as(const tg_module *m, const char *expected);
 /* Asserts that m prints as `expected` (PyTorch 1.13's repr of the same
  * torch.nn model, written here as torch printed it), then frees m (a NULL
  * m fails the test with the last error). */

@@ -187,3 +187,14 @@ TG_TEST(harness, valgrind_leak_check_fails_a_leaking_test)
     fprintf(stderr, "harness: the leaking test failed under valgrind, as "
                     "it must\n");
 }
+
+/* The repr check rejects a repr that differs in one word. */
+TG_TEST(harness, repr_check_catches_a_wrong_repr)
+{
+    tg_module *m = tg_linear_new(2, 3, true);
+    cr_assert(tg_test_prints_as(m, "Linear(in_features=2, out_features=3, "
+                                   "bias=True)"));
+    cr_assert_not(tg_test_prints_as(m, "Linear(in_features=2, "
+                                       "out_features=3, bias=False)"));
+    tg_module_free(m);
+}

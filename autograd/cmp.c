@@ -24,6 +24,7 @@
  * tg_test_close reports the worst element), gradcheck (gradcheck.c).
  */
 #include "autograd.h"
+#include "internal.h" // tg_check_alive
 #include "ops.h"
 
 #include <math.h>
@@ -165,6 +166,8 @@ static int cmp_run(const char *fn, const char *name, const tg_tensor *dt,
         buf[0] = '\0';
     if (dt == NULL || t == NULL)
         return -1;
+    tg_check_alive(fn, dt);
+    tg_check_alive(fn, t);
     if (cmp_check(fn, name, dt, t) < 0)
         return -1;
     /* both as contiguous float64, to read them in C order */

@@ -644,6 +644,8 @@ int tg_gradcheck(tg_gradcheck_fn f, void *user, tg_tensor *const *inputs,
     c.r->passed = true;
     c.r->input = -1;
     c.r->input_index = c.r->output_index = -1;
+    for (int i = 0; inputs && i < ninputs; i++)
+        tg_check_alive("tg_gradcheck", inputs[i]);
     int rc = gradcheck(&c);
     if (rc < 0) // an error is not a pass, whatever was compared before it
         c.r->passed = false;

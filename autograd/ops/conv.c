@@ -635,6 +635,9 @@ tg_tensor *tg_conv2d(const tg_tensor *x, const tg_tensor *weight,
 {
     if (!x || !weight)
         return NULL;
+    tg_check_alive("tg_conv2d", x);
+    tg_check_alive("tg_conv2d", weight);
+    tg_check_alive("tg_conv2d", bias);
     tg_conv2d_options o;
     if (conv_types_check(x, weight, bias) < 0 || conv_options(opts, &o) < 0)
         return NULL;

@@ -391,6 +391,9 @@ tg_tensor *tg_group_norm(const tg_tensor *x, int64_t num_groups,
                          const tg_tensor *weight, const tg_tensor *bias,
                          double eps)
 {
+    tg_check_alive("tg_group_norm", x);
+    tg_check_alive("tg_group_norm", weight);
+    tg_check_alive("tg_group_norm", bias);
     gn_layout l;
     if (group_norm_check("tg_group_norm", x, num_groups, weight, bias, eps,
                          &l) < 0)
@@ -532,6 +535,11 @@ tg_tensor *tg_instance_norm(const tg_tensor *x, tg_tensor *running_mean,
                             double momentum, double eps)
 {
     const char *fn = "tg_instance_norm";
+    tg_check_alive(fn, x);
+    tg_check_alive(fn, running_mean);
+    tg_check_alive(fn, running_var);
+    tg_check_alive(fn, weight);
+    tg_check_alive(fn, bias);
     gn_layout l;
     if (instance_norm_check(fn, x, running_mean, running_var, weight, bias,
                             use_input_stats, momentum, eps, &l) < 0)
@@ -579,6 +587,9 @@ tg_tensor *tg_group_norm_composed(const tg_tensor *x, int64_t num_groups,
                                   const tg_tensor *weight,
                                   const tg_tensor *bias, double eps)
 {
+    tg_check_alive("tg_group_norm_composed", x);
+    tg_check_alive("tg_group_norm_composed", weight);
+    tg_check_alive("tg_group_norm_composed", bias);
     gn_layout l;
     if (group_norm_check("tg_group_norm_composed", x, num_groups, weight,
                          bias, eps, &l) < 0)

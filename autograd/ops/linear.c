@@ -261,6 +261,9 @@ tg_tensor *tg_linear(const tg_tensor *x, const tg_tensor *w,
 {
     if (!x || !w)
         return NULL;
+    tg_check_alive("tg_linear", x);
+    tg_check_alive("tg_linear", w);
+    tg_check_alive("tg_linear", b);
     if (linear_check(x, w, b) < 0)
         return NULL;
     tg_dtype dtype = x->dtype;

@@ -280,6 +280,7 @@ static tg_tensor *pool(const char *fn, const tg_tensor *x,
 {
     if (!x)
         return NULL;
+    tg_check_alive(fn, x);
     pool_geom s;
     if (pool_check(fn, x, kernel, stride, padding, &s) < 0)
         return NULL;

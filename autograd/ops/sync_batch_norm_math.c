@@ -338,6 +338,11 @@ tg_tensor *tg_batch_norm_virtual_ranks(const tg_tensor *x, int world_size,
     tg_batch_norm_options o = tg_batch_norm_options_resolve(opts);
     if (!x)
         return NULL;
+    tg_check_alive(fn, x);
+    tg_check_alive(fn, running_mean);
+    tg_check_alive(fn, running_var);
+    tg_check_alive(fn, weight);
+    tg_check_alive(fn, bias);
     if (world_size < 1) {
         tg_error(fn,
                  "world_size is %d\n"

@@ -203,7 +203,8 @@ TG_TEST(debug, use_after_release_in_matmul)
 }
 
 /* One released tensor handed to functions of each kind: a view, a
- * reduction, a loss, an in-place write, printing, a join. Each must stop
+ * reduction, a loss, an in-place write, printing, a join, softmax, the
+ * image ops, Linear, gradcheck and tg_cmp. Each must stop
  * at its own name. */
 static tg_tensor *released_tensor(void)
 {
@@ -231,6 +232,40 @@ static void cat_released(void)
     tg_cat(parts, 2, 0);
 }
 static void softmax_released(void) { tg_softmax(released_tensor(), -1); }
+static void group_norm_released(void)
+{
+    tg_group_norm(released_tensor(), 1, NULL, NULL, 1e-5);
+}
+static void conv2d_released(void)
+{
+    tg_tensor *w = tg_zeros(TG_SHAPE(1, 1, 1, 1), TG_FLOAT32);
+    tg_conv2d(released_tensor(), w, NULL, NULL);
+}
+static void max_pool2d_released(void)
+{
+    tg_max_pool2d(released_tensor(), (int64_t[]){1, 1}, NULL, NULL);
+}
+static void linear_released(void)
+{
+    tg_tensor *w = tg_zeros(TG_SHAPE(4, 3), TG_FLOAT32);
+    tg_linear(released_tensor(), w, NULL);
+}
+static tg_tensor *identity_of(const tg_tensor *const *in, int n, void *user)
+{
+    (void)n;
+    (void)user;
+    return tg_retain((tg_tensor *)in[0]);
+}
+static void gradcheck_released(void)
+{
+    tg_tensor *x = released_tensor();
+    tg_gradcheck(identity_of, NULL, &x, 1, NULL, NULL);
+}
+static void cmp_released(void)
+{
+    tg_tensor *t = tg_zeros(TG_SHAPE(2, 3), TG_FLOAT32);
+    tg_cmp("x", released_tensor(), t);
+}
 
 TG_TEST(debug, use_after_release_in_each_kind_of_function)
 {
@@ -242,6 +277,12 @@ TG_TEST(debug, use_after_release_in_each_kind_of_function)
         {mse_released, "tg_mse_loss"},    {fill_released, "tg_fill_"},
         {format_released, "tg_format"},   {cat_released, "tg_cat"},
         {softmax_released, "tg_softmax"},
+        {group_norm_released, "tg_group_norm"},
+        {conv2d_released, "tg_conv2d"},
+        {max_pool2d_released, "tg_max_pool2d"},
+        {linear_released, "tg_linear"},
+        {gradcheck_released, "tg_gradcheck"},
+        {cmp_released, "tg_cmp"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         child_result r;

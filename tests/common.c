@@ -360,7 +360,7 @@ void tg_test_expect_print(tg_module *m, const char *expected)
     cr_assert_not_null(s, "%s", tg_last_error());
     bool same = strcmp(s, expected) == 0;
     if (!same)
-        cr_log_error("printed:\n%s\nexpected:\n%s", s, expected);
+        fprintf(stderr, "printed:\n%s\nexpected:\n%s\n", s, expected);
     free(s);
     cr_assert(same, "%s is printed differently", expected);
 }

@@ -121,19 +121,6 @@ static tg_module *sync_bn_make(const char *fn, tg_process_group *pg,
     return m;
 }
 
-/* Registers a new tensor of shape (n,) (n < 0: a 0-d int64) filled with v. */
-static int add_filled(tg_module *m, const char *name, bool parameter,
-                      int64_t n, double v)
-{
-    tg_tensor *t = n < 0 ? tg_zeros(NULL, 0, TG_INT64)
-                         : tg_full(&n, 1, v, TG_FLOAT32);
-    int rc = !t ? -1
-             : parameter ? tg_module_add_parameter(m, name, t)
-                         : tg_module_add_buffer(m, name, t);
-    tg_release(t);
-    return rc;
-}
-
 tg_module *tg_sync_batch_norm_new(tg_process_group *pg, int64_t num_features,
                                   const tg_batch_norm_config *config)
 {
@@ -143,19 +130,10 @@ tg_module *tg_sync_batch_norm_new(tg_process_group *pg, int64_t num_features,
                                 config);
     if (!m)
         return NULL;
-    int rc = 0;
     const tg_batch_norm_config c =
         ((const sync_bn_data *)tg_module_data_const(m))->config;
-    if (!c.no_affine) {
-        rc |= add_filled(m, "weight", true, num_features, 1.0);
-        rc |= add_filled(m, "bias", true, num_features, 0.0);
-    }
-    if (!c.no_running_stats) {
-        rc |= add_filled(m, "running_mean", false, num_features, 0.0);
-        rc |= add_filled(m, "running_var", false, num_features, 1.0);
-        rc |= add_filled(m, "num_batches_tracked", false, -1, 0.0);
-    }
-    if (rc) {
+    if (tg_module_add_norm_tensors(m, num_features, !c.no_affine,
+                                   !c.no_running_stats) < 0) {
         tg_module_free(m);
         return NULL;
     }

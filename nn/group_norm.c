@@ -197,21 +197,8 @@ static tg_module *instance_norm_new(const char *fn,
     d->affine = affine;
     d->track_running_stats = track_running_stats;
     d->spatial = spatial;
-    const int64_t C = num_features;
-    int rc = 0;
-    if (affine) {
-        rc |= tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
-    }
-    if (track_running_stats) {
-        rc |= tg_module_add_filled(m, "running_mean", false, &C, 1, 0.0,
-                            TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "running_var", false, &C, 1, 1.0,
-                            TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "num_batches_tracked", false, NULL, 0,
-                                   0.0, TG_INT64);
-    }
-    if (rc) {
+    if (tg_module_add_norm_tensors(m, num_features, affine,
+                                   track_running_stats) < 0) {
         tg_module_free(m);
         return NULL;
     }

@@ -40,6 +40,12 @@ tg_batch_norm_config_resolve(const tg_batch_norm_config *config);
 /* Registers a new tensor of shape, full of value (tg_full), as a
  * parameter of m when parameter is true, else as a buffer: 0, or -1 with
  * the error set. The module keeps its own reference. */
+/* A normalisation layer's tensors, as PyTorch makes them: with affine,
+ * parameters "weight" (ones) and "bias" (zeros) of shape (num_features,);
+ * with running_stats, buffers "running_mean" (zeros), "running_var" (ones)
+ * and "num_batches_tracked" (int64 0-d, 0). float32. 0 or -1. m borrowed. */
+int tg_module_add_norm_tensors(tg_module *m, int64_t num_features,
+                               bool affine, bool running_stats);
 int tg_module_add_filled(tg_module *m, const char *name, bool parameter,
                          const int64_t *shape, int ndim, double value,
                          tg_dtype dtype);

@@ -28,3 +28,23 @@ int tg_module_add_uniform(tg_module *m, const char *name,
     tg_release(t);
     return rc;
 }
+
+int tg_module_add_norm_tensors(tg_module *m, int64_t num_features,
+                               bool affine, bool running_stats)
+{
+    const int64_t C = num_features;
+    int rc = 0;
+    if (affine) {
+        rc |= tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
+    }
+    if (running_stats) {
+        rc |= tg_module_add_filled(m, "running_mean", false, &C, 1, 0.0,
+                                   TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "running_var", false, &C, 1, 1.0,
+                                   TG_FLOAT32);
+        rc |= tg_module_add_filled(m, "num_batches_tracked", false, NULL, 0,
+                                   0.0, TG_INT64);
+    }
+    return rc ? -1 : 0;
+}

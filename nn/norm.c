@@ -273,21 +273,8 @@ static tg_module *batch_norm_new(const char *fn, const tg_module_type *type,
     d->num_features = num_features;
     d->config = c;
     d->spatial = spatial;
-    const int64_t C = num_features;
-    int rc = 0;
-    if (!c.no_affine) {
-        rc |= tg_module_add_filled(m, "weight", true, &C, 1, 1.0, TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "bias", true, &C, 1, 0.0, TG_FLOAT32);
-    }
-    if (!c.no_running_stats) {
-        rc |= tg_module_add_filled(m, "running_mean", false, &C, 1, 0.0,
-                                   TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "running_var", false, &C, 1, 1.0,
-                                   TG_FLOAT32);
-        rc |= tg_module_add_filled(m, "num_batches_tracked", false, NULL, 0,
-                                   0.0, TG_INT64);
-    }
-    if (rc) {
+    if (tg_module_add_norm_tensors(m, num_features, !c.no_affine,
+                                   !c.no_running_stats) < 0) {
         tg_module_free(m);
         return NULL;
     }

@@ -152,8 +152,9 @@ int64_t tg_live_storages(void);
 int64_t tg_live_bytes(void);
 int64_t tg_peak_bytes(void);
 void tg_reset_peak_bytes(void);
-/* Freed tensors of 1 MiB or more keep their memory for the next tensor of
- * the same size (at most 8 blocks, 256 MiB), so a loop repeating one shape
+/* Freed tensors of 64 KiB or more keep their memory for the next tensor of
+ * the same size (1 MiB and more: at most 8 blocks, 256 MiB; 64 KiB to
+ * 1 MiB: at most 64 blocks, 16 MiB), so a loop repeating one shape
  * does not hand its buffers back to the system and fault them in again on
  * every step. tg_empty_cache() frees what is kept (as
  * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0

@@ -122,6 +122,42 @@ def main():
                           {"tapegrad": [(0.1, 0.1, 0)]}) is not None:
             failures.append("a quiet machine was called contended")
 
+        # % of copy: LayerNorm fwd+bwd moves 5 copies' worth of input bytes
+        # where the copy moves 2, so at the same time per iteration it runs
+        # at 250% of the copy's bandwidth; a rate taken from another row's
+        # byte or flop count gives something else.
+        cell = {"median": 0.01, "min": 0.01, "max": 0.01}
+        bw = run.copy_bandwidth([1], {("copy", 1): {
+            "cells": {"tapegrad": cell}, "contended": None}})
+        want = 100 * (5 * run.M * run.N * run.F32 / 0.01) / (
+            2 * run.M * run.N * run.F32 / 0.01)
+        got = run.pct_of_copy("ln_fwd_bwd", cell, bw[1])
+        if got is None or abs(got - want) > 1e-9 * want:
+            failures.append("%% of copy: %r, want %r" % (got, want))
+        if run.copy_bandwidth([1], {("copy", 1): {
+                "cells": {"tapegrad": cell}, "contended": "busy"}})[1]:
+            failures.append("a contended copy row gave a copy bandwidth")
+
+        # The targets: a warm page fault in any row misses the no-faults
+        # target; a ratio over a row's limit misses it, one under meets it.
+        def fake(ratio_median, faults):
+            c = {"median": 1.0, "min": 1.0, "max": 1.0}
+            return {"cells": {"tapegrad": c, "torch": c}, "contended": None,
+                    "ratios": {"torch": {"median": ratio_median,
+                                         "min": ratio_median,
+                                         "max": ratio_median}},
+                    "faults": {"tapegrad": faults}, "saved": {}}
+        rows = [run.row_named(n) for n in ("ln_small_fwd_bwd", "copy")]
+        for ratio_median, faults, want in ((0.9, 0, ["met", "met"]),
+                                           (1.1, 0, ["MISSED", "met"]),
+                                           (0.9, 2, ["met", "MISSED"])):
+            got = [t[3] for t in run.evaluate_targets(rows, [1], {
+                ("ln_small_fwd_bwd", 1): fake(ratio_median, faults),
+                ("copy", 1): fake(1.0, 0)}, {1: None})]
+            if got != want:
+                failures.append("targets for ratio %g, %d faults: %r, want "
+                                "%r" % (ratio_median, faults, got, want))
+
         # The verifier must reject a wrong result: one element of dx off
         # by 1e-2 (the tolerance is 1e-4).
         if verifier:

@@ -150,7 +150,8 @@ static bool is_bn2d(const bench *b) { return strncmp(b->w->name, "bn2d", 4) == 0
 static bool is_composed(const bench *b) { return strstr(b->w->name, "composed") != NULL; }
 static bool has_bwd(const bench *b) { return strstr(b->w->name, "bwd") != NULL; }
 
-/* x (M, N) for LayerNorm and BatchNorm1d, (32, 64, 32, 32) for BatchNorm2d;
+/* x (M, N) for LayerNorm and BatchNorm1d ((4096, 768); ln_small_fwd_bwd:
+ * (64, 768)), (32, 64, 32, 32) for BatchNorm2d;
  * weight, bias, a fixed dy, and running statistics for BatchNorm. */
 static int setup_norm(bench *b)
 {
@@ -166,7 +167,8 @@ static int setup_norm(bench *b)
         b->dy = tg_randn(s, 4, TG_FLOAT32);
         C = s[1];
     } else {
-        b->M = b->small ? 37 : 4096;
+        bool few_rows = strcmp(b->w->name, "ln_small_fwd_bwd") == 0;
+        b->M = b->small ? (few_rows ? 5 : 37) : (few_rows ? 64 : 4096);
         b->N = b->small ? 19 : 768;
         b->x = randn_grad(TG_SHAPE(b->M, b->N), grad);
         b->dy = tg_randn(TG_SHAPE(b->M, b->N), TG_FLOAT32);
@@ -518,6 +520,7 @@ static int check_conv(bench *b, const char *dir)
 static const workload workloads[] = {
     {"ln_fwd", setup_norm, iter_norm, check_norm, 1},
     {"ln_fwd_bwd", setup_norm, iter_norm, check_norm, 1},
+    {"ln_small_fwd_bwd", setup_norm, iter_norm, check_norm, 1},
     {"ln_composed_fwd_bwd", setup_norm, iter_norm, check_norm, 1},
     {"bn1d_fwd_bwd", setup_norm, iter_norm, check_norm, 1},
     {"bn1d_composed_fwd_bwd", setup_norm, iter_norm, check_norm, 1},

@@ -57,6 +57,8 @@ def sizes(workload, small):
         return (33, 33) if small else (1024, 1024)
     if workload == "copy":
         return (1000,) if small else (4096 * 768,)
+    if workload == "ln_small_fwd_bwd":
+        return (5, 19) if small else (64, 768)
     return (37, 19) if small else (4096, 768)
 
 
@@ -110,7 +112,8 @@ def np_batch_norm_backward(dy, xhat, invstd, w):
 
 
 class NumpyWorkload:
-    SUPPORTED = {"ln_fwd", "ln_fwd_bwd", "bn1d_fwd_bwd", "bn2d_fwd_bwd",
+    SUPPORTED = {"ln_fwd", "ln_fwd_bwd", "ln_small_fwd_bwd", "bn1d_fwd_bwd",
+                 "bn2d_fwd_bwd",
                  "matmul", "matmul_portable", "copy"}
 
     def __init__(self, name, small):
@@ -144,7 +147,7 @@ class NumpyWorkload:
             np.matmul(self.a, self.b)
         elif n == "ln_fwd":
             np_layer_norm(self.x, self.w, self.b)
-        elif n == "ln_fwd_bwd":
+        elif n in ("ln_fwd_bwd", "ln_small_fwd_bwd"):
             _, xhat, rstd = np_layer_norm(self.x, self.w, self.b)
             np_layer_norm_backward(self.dy, xhat, rstd, self.w)
         else:

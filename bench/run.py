@@ -78,7 +78,11 @@ class Contender:
         env = dict(os.environ)
         for k in ("TG_KERNELS", "TG_NUM_THREADS"):
             env.pop(k, None)
-        env.update({"OMP_NUM_THREADS": str(threads),
+        # OMP_DYNAMIC=false: the team has the threads the row says, not
+        # fewer on a loaded machine (the library's default; the contention
+        # marks say when the machine was busy).
+        env.update({"OMP_DYNAMIC": "false",
+                    "OMP_NUM_THREADS": str(threads),
                     "OPENBLAS_NUM_THREADS": str(threads),
                     "TG_NUM_THREADS": str(threads)})
         self.name = name

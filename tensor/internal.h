@@ -361,6 +361,11 @@ static inline int tg_thread_num(void)
 /* The number of threads for a loop doing `work`: 1 when the work is small
  * or the build has no OpenMP, else tg_get_num_threads(). */
 int tg_parallel_threads(int64_t work);
+/* Whether teams started from this thread may have fewer threads than
+ * asked on a loaded machine (OpenMP's dynamic adjustment, which
+ * tg_get_num_threads turns on unless OMP_DYNAMIC is set); false without
+ * OpenMP. For the tests. */
+bool tg_dynamic_teams(void);
 /* This thread's kernels, for the dispatch in the ops: the fast path runs
  * when this is not TG_KERNELS_REFERENCE (and the layout allows it). */
 static inline bool tg_use_reference_kernels(void)

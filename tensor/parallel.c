@@ -114,6 +114,26 @@ static int threads_from_env(void)
     return n;
 }
 
+#ifdef _OPENMP
+/* Whether this thread has chosen OpenMP's dynamic team size (the setting
+ * is per thread in OpenMP, so each thread that starts a team chooses it).
+ * With it, libgomp gives a team at most the CPUs its load average leaves
+ * free, so a loop does not wait at its end for a thread that shares a CPU
+ * with another busy process (docs/performance.md, "Threads on a shared
+ * machine").
+ * OMP_DYNAMIC in the environment, either way, overrides the choice. */
+static _Thread_local bool dynamic_chosen;
+
+static void choose_dynamic_teams(void)
+{
+    if (dynamic_chosen)
+        return;
+    dynamic_chosen = true;
+    if (!getenv("OMP_DYNAMIC"))
+        omp_set_dynamic(1);
+}
+#endif
+
 int tg_get_num_threads(void)
 {
     int n = atomic_load(&num_threads);
@@ -126,6 +146,10 @@ int tg_get_num_threads(void)
             n = expected; // tg_set_num_threads got there first
     }
 #ifdef _OPENMP
+    /* every parallel loop asks here first, on the thread that starts the
+     * team */
+    if (n > 1)
+        choose_dynamic_teams();
     return n;
 #else
     return 1;
@@ -145,6 +169,16 @@ int tg_set_num_threads(int n)
     atomic_store(&num_threads, n);
     apply_threads(n);
     return 0;
+}
+
+
+bool tg_dynamic_teams(void)
+{
+#ifdef _OPENMP
+    return omp_get_dynamic() != 0;
+#else
+    return false;
+#endif
 }
 
 int tg_parallel_threads(int64_t work)

@@ -169,6 +169,57 @@ TG_TEST(parallel, parallel_threads_threshold)
     tg_set_num_threads(before);
 }
 
+/* Dynamic teams: on, from the first tg_get_num_threads of a thread, when
+ * the count is above 1 and OMP_DYNAMIC is not set; off when OMP_DYNAMIC
+ * says false (the test setup's), or at one thread. Each case on a new
+ * thread, as OpenMP keeps the setting per thread. */
+typedef struct dyn_probe {
+    int threads;
+    bool dynamic;
+} dyn_probe;
+
+static void *probe_dynamic(void *arg)
+{
+    dyn_probe *p = arg;
+    p->threads = tg_get_num_threads();
+    p->dynamic = tg_dynamic_teams();
+    return NULL;
+}
+
+static dyn_probe dynamic_on_new_thread(int n)
+{
+    dyn_probe p = {0, false};
+    cr_assert_eq(tg_set_num_threads(n), 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, probe_dynamic, &p), 0);
+    pthread_join(t, NULL);
+    return p;
+}
+
+TG_TEST(parallel, dynamic_teams_chosen)
+{
+    int before = tg_get_num_threads();
+    const char *env = getenv("OMP_DYNAMIC");
+    char *saved = env ? strdup(env) : NULL;
+    unsetenv("OMP_DYNAMIC");
+    dyn_probe p = dynamic_on_new_thread(2);
+    if (p.threads == 2) // with OpenMP
+        cr_assert(p.dynamic, "2 threads, OMP_DYNAMIC unset: not dynamic");
+    else
+        cr_assert(!p.dynamic, "no OpenMP, yet dynamic");
+    p = dynamic_on_new_thread(1);
+    cr_assert(!p.dynamic, "1 thread: dynamic teams chosen");
+    setenv("OMP_DYNAMIC", "false", 1);
+    p = dynamic_on_new_thread(2);
+    cr_assert(!p.dynamic, "OMP_DYNAMIC=false overridden");
+    if (saved)
+        setenv("OMP_DYNAMIC", saved, 1);
+    else
+        unsetenv("OMP_DYNAMIC");
+    free(saved);
+    tg_set_num_threads(before);
+}
+
 /* --------------------------------------------------------- environment */
 
 /* Run in a child process started by run_probe (TG_PARALLEL_PROBE names

@@ -2,7 +2,9 @@
 """Runs the benchmarks: tapegrad against PyTorch and NumPy.
 
     run.py --tg-bench PATH [--quick] [--reps N] [--threads 1,2]
-           [--only NAME ...] [--out DIR]
+           [--only NAME ...] [--out DIR] [--doc MD]
+    run.py --tg-bench PATH --scaling [--quick] [--reps N] [--out DIR]
+           [--doc MD]
 
 ./scripts/bench.sh builds tg_bench and calls this; docs/performance.md
 explains every row and the method. For each thread count, each contender
@@ -15,7 +17,9 @@ A cell is the median of the rounds with its min-max spread.
 
 Writes the table and the targets to stdout, and DIR/bench.csv,
 DIR/bench_memory.csv, DIR/bench_targets.csv, DIR/bench.dat, DIR/bench.gp
-and, when gnuplot is installed, DIR/bench.png.
+and, when gnuplot is installed, DIR/bench.png. --scaling measures
+tapegrad / PyTorch at 1 thread over the sizes of SCALING instead, the same
+way, and writes DIR/scaling.csv, scaling.dat, scaling.gp and scaling.png.
 """
 import argparse
 import csv
@@ -294,12 +298,16 @@ def main():
     ap.add_argument("--check-doc", metavar="MD",
                     help="only check that MD's results are in the format "
                          "this script writes, and exit")
+    ap.add_argument("--scaling", action="store_true",
+                    help="the scaling table instead: tapegrad / PyTorch at "
+                         "1 thread over a range of sizes (--quick: fewer)")
     ap.add_argument("--size", default="full", choices=["full", "small"],
                     help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.check_doc:
         with open(args.check_doc) as f:
             problems = check_doc(f.read())
+        problems += check_scaling_doc(text)
         for p in problems:
             print("%s: %s" % (args.check_doc, p))
         return 1 if problems else 0
@@ -339,6 +347,8 @@ def main():
     cal = Contender("tapegrad", [args.tg_bench], 1)
     machine["reference"] = min(calibrate(cal, 1)[1] for _ in range(3))
     cal.close()
+    if args.scaling:
+        return scaling(args, machine, have_torch, tb)
     argvs = [("tapegrad", [args.tg_bench])]
     if have_torch:
         argvs.append(("torch", [args.python, tb, "--backend", "torch"]))
@@ -836,6 +846,199 @@ def check_doc(text):
         if len(r) != len(TARGET_HEADER) or r[3] not in STATUSES:
             problems.append("target %r: status not one of %s" % (
                 " ".join(r)[:60], ", ".join(sorted(STATUSES))))
+    return problems
+
+
+# ------------------------------------------------------------- scaling
+
+# series, workload NAME@PARAM (tg_bench and torch_bench.py parse it), size
+SCALING = (
+    [("LayerNorm fwd+bwd (M, 768)", "ln_fwd_bwd@%dx768" % m, m)
+     for m in (64, 256, 1024, 4096, 16384)] +
+    [("LayerNorm fwd+bwd (4096, N)", "ln_fwd_bwd@4096x%d" % n, n)
+     for n in (64, 256, 768, 1024, 4096)] +
+    [("medium MLP step (2-128-128-3, BatchNorm1d), batch B",
+      "mlp_medium_step@%d" % b, b) for b in (8, 32, 128, 512, 2048)])
+# --quick: the ends and the middle of each series
+SCALING_QUICK = [p for i, p in enumerate(SCALING) if i % 5 in (0, 2, 4)]
+SCALING_HEADER = ["series", "size", "tg/torch [min max]", "tapegrad",
+                  "torch", "machine", "check"]
+SCALING_BEGIN, SCALING_END = "<!-- scaling: begin -->", "<!-- scaling: end -->"
+SERIES = {p[0] for p in SCALING}
+
+
+def scaling(args, machine, have_torch, tb):
+    """The scaling table: tapegrad and PyTorch, one process each at 1
+    thread, over SCALING's sizes, by measure_row's alternating rounds."""
+    if not have_torch:
+        print("the scaling table needs PyTorch")
+        return 1
+    points = SCALING_QUICK if args.quick else SCALING
+    procs = [Contender("tapegrad", [args.tg_bench], 1),
+             Contender("torch", [args.python, tb, "--backend", "torch"], 1)]
+    results = []
+    for series, name, size in points:
+        print("  %-22s ..." % name, file=sys.stderr, flush=True)
+        r = measure_row((name,), procs, 1, args, procs[1],
+                        machine["reference"])
+        results.append((series, size, r))
+    for c in procs:
+        c.close()
+    machine["load_after"] = os.getloadavg()[0]
+    lines = scaling_report(results, args)
+    if args.doc:
+        if args.quick or args.size != "full":
+            print("not writing %s: only a full run goes there" % args.doc)
+        else:
+            write_scaling_doc(args.doc, scaling_block(machine, lines))
+            print("wrote the scaling table into %s" % args.doc)
+    bad = [p[1] for p, (_, _, r) in zip(points, results)
+           if r["check"] in ("fail", "error")]
+    if bad:
+        print("\nFAILED (wrong result or error, see above): "
+              + ", ".join(bad))
+    return 1 if bad else 0
+
+
+def scaling_rows(results):
+    rows = []
+    for series, size, r in results:
+        c = r["cells"]
+        rows.append([series, str(size), fmt_ratio(r["ratios"].get("torch")),
+                     fmt_cell(c.get("tapegrad")), fmt_cell(c.get("torch")),
+                     "contended" if r["contended"] else "quiet", r["check"]])
+    return rows
+
+
+def scaling_report(results, args):
+    os.makedirs(args.out, exist_ok=True)
+    lines = ["tapegrad / PyTorch at 1 thread over %d rounds: median [min, "
+             "max] of the rounds' ratios (< 1: tapegrad faster), and each "
+             "one's CPU time per iteration, median [-min%% +max%%]. machine: "
+             "quiet, or contended (the calibration loop or a sample saw "
+             "other work)." % args.reps, ""]
+    lines += table_lines(SCALING_HEADER, scaling_rows(results))
+    for ln in lines:
+        print(ln)
+    with open(os.path.join(args.out, "scaling.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["series", "size", "ratio_median", "ratio_min",
+                    "ratio_max", "tapegrad_s", "torch_s", "contended",
+                    "check"])
+        for series, size, r in results:
+            rt = r["ratios"].get("torch") or {}
+            c = r["cells"]
+            w.writerow([series, size, rt.get("median", ""),
+                        rt.get("min", ""), rt.get("max", ""),
+                        c.get("tapegrad", {}).get("median", ""),
+                        c.get("torch", {}).get("median", ""),
+                        r["contended"] or "", r["check"]])
+    scaling_chart(results, args)
+    return lines
+
+
+def scaling_chart(results, args):
+    """scaling.dat (one gnuplot data set per series) and scaling.gp: the
+    ratio against the size on log axes, with a line at 1."""
+    names = []
+    with open(os.path.join(args.out, "scaling.dat"), "w") as f:
+        for series in [p[0] for p in SCALING]:
+            if series in names:
+                continue
+            names.append(series)
+            f.write("# %s\n# size ratio_median ratio_min ratio_max\n"
+                    % series)
+            for s, size, r in results:
+                rt = r["ratios"].get("torch")
+                if s == series and rt:
+                    f.write("%d %.4g %.4g %.4g\n" % (
+                        size, rt["median"], rt["min"], rt["max"]))
+            f.write("\n\n")
+    plots = ["'scaling.dat' index %d using 1:2:3:4 with yerrorlines "
+             "title '%s'" % (i, n.replace("'", "")) for i, n in
+             enumerate(names)]
+    with open(os.path.join(args.out, "scaling.gp"), "w") as f:
+        f.write("""# tapegrad time / PyTorch time against the size (bench/run.py --scaling)
+set terminal pngcairo size 1000,600 font ",10" noenhanced
+set output 'scaling.png'
+set logscale x 2
+set logscale y
+set xlabel "size: M rows, N features or batch B (log scale)"
+set ylabel "tapegrad time / PyTorch time (< 1: tapegrad faster)"
+set grid
+set key top left
+set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
+set title "tapegrad against PyTorch at 1 thread, by size (median, min-max bars)"
+plot %s
+""" % ", \\\n     ".join(plots))
+    if shutil.which("gnuplot"):
+        r = subprocess.run(["gnuplot", "scaling.gp"], cwd=args.out,
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
+
+
+def scaling_block(machine, lines):
+    return "\n".join([
+        "Measured on %s on %s (%d CPUs), the default build type (-O2), "
+        "%s; load average %.2f before the run and %.2f after it." % (
+            time.strftime("%Y-%m-%d", time.gmtime()), machine["cpu"],
+            machine["cpus"],
+            "OpenBLAS with its %s kernels" % machine["openblas"]
+            if machine.get("openblas") else "without OpenBLAS",
+            machine["load_before"], machine["load_after"]),
+        "", "```text"] + lines + ["```"])
+
+
+def write_scaling_doc(path, block):
+    with open(path) as f:
+        text = f.read()
+    a, b = text.index(SCALING_BEGIN), text.index(SCALING_END)
+    text = text[:a + len(SCALING_BEGIN)] + "\n" + block.strip("\n") + \
+        "\n" + text[b:]
+    problems = check_scaling_doc(text)
+    if problems:
+        raise RuntimeError("the block written does not pass --check-doc: "
+                           + "; ".join(problems))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def check_scaling_doc(text):
+    """What keeps the scaling block of docs/performance.md from being in
+    the format write_scaling_doc writes (the numbers are not judged)."""
+    if SCALING_BEGIN not in text or SCALING_END not in text:
+        return ["no %s ... %s markers" % (SCALING_BEGIN, SCALING_END)]
+    block = text[text.index(SCALING_BEGIN) + len(SCALING_BEGIN):
+                 text.index(SCALING_END)].strip("\n").split("\n")
+    if block == [""]:
+        return []  # not measured yet: the markers alone
+    problems = []
+    if not DOC_FIRST.match(block[0]):
+        problems.append("scaling: the block does not start with \"Measured "
+                        "on DATE on CPU (N CPUs)\": %r" % block[0][:80])
+    if "```text" not in block or block[-1] != "```":
+        return problems + ["scaling: the table is not in one ```text block"]
+    body = block[block.index("```text") + 1:-1]
+    rows = read_table(body, SCALING_HEADER)
+    if not rows:
+        problems.append("scaling: no table with the header: "
+                        + "  ".join(SCALING_HEADER))
+    for r in rows or []:
+        where = "scaling row %r" % " ".join(r)[:60]
+        if len(r) != len(SCALING_HEADER) or not all(r):
+            problems.append("%s: %d cells, want %d" % (
+                where, len(r), len(SCALING_HEADER)))
+            continue
+        if r[0] not in SERIES or not r[1].isdigit():
+            problems.append("%s: no such series or size" % where)
+        if not RATIO.match(r[2]):
+            problems.append("%s: tg/torch %r is not MEDIAN [MIN MAX]" % (
+                where, r[2]))
+        if r[5] not in ("quiet", "contended"):
+            problems.append("%s: machine %r" % (where, r[5]))
+        if r[6] not in ("ok", "fail", "error", "skip", "-"):
+            problems.append("%s: check %r" % (where, r[6]))
     return problems
 
 

@@ -61,6 +61,9 @@ typedef struct bench {
     float *src, *dst;         // copy buffers
     size_t copy_floats;
     int tape_chain;           // ops per unit of tape_op_bwd
+    /* The sizes of a scaled workload, NAME@PARAM (bench/run.py --scaling):
+     * ln_fwd_bwd@MxN, mlp_medium_step@BATCH; 0 for the default sizes. */
+    int64_t scale_m, scale_n, scale_batch;
 } bench;
 
 typedef struct workload {
@@ -170,6 +173,10 @@ static int setup_norm(bench *b)
         bool few_rows = strcmp(b->w->name, "ln_small_fwd_bwd") == 0;
         b->M = b->small ? (few_rows ? 5 : 37) : (few_rows ? 64 : 4096);
         b->N = b->small ? 19 : 768;
+        if (b->scale_m > 0) {
+            b->M = b->scale_m;
+            b->N = b->scale_n;
+        }
         b->x = randn_grad(TG_SHAPE(b->M, b->N), grad);
         b->dy = tg_randn(TG_SHAPE(b->M, b->N), TG_FLOAT32);
         C = b->N;
@@ -295,6 +302,8 @@ static int setup_mlp(bench *b)
 {
     bool tiny = strcmp(b->w->name, "mlp_tiny_step") == 0;
     int64_t width = tiny ? 32 : 128, batch = tiny ? 32 : 256;
+    if (b->scale_batch > 0)
+        batch = b->scale_batch;
     tg_manual_seed(0);
     b->mlp = tg_mlp_new(2, TG_SHAPE(width, width), 3,
                         tiny ? TG_NORM_LAYER : TG_NORM_BATCH, TG_ACT_RELU);
@@ -557,15 +566,43 @@ static sample time_iters(bench *b, long n)
     return s;
 }
 
+/* NAME@PARAM: the sizes of a scaled workload into b; false when the
+ * workload has no such form or PARAM is not sizes (1 to 2^24 each). */
+static bool parse_scale(bench *b, const char *base, const char *param)
+{
+    long long m = 0, n = 0;
+    char end;
+    const long long most = 1LL << 24;
+    if (strcmp(base, "ln_fwd_bwd") == 0 &&
+        sscanf(param, "%lldx%lld%c", &m, &n, &end) == 2 && m >= 1 &&
+        n >= 1 && m <= most && n <= most && m * n <= most * 4) {
+        b->scale_m = m;
+        b->scale_n = n;
+        return true;
+    }
+    if (strcmp(base, "mlp_medium_step") == 0 &&
+        sscanf(param, "%lld%c", &m, &end) == 1 && m >= 2 && m <= most) {
+        b->scale_batch = m;
+        return true;
+    }
+    return false;
+}
+
 static void cmd_setup(bench *b, const char *name, int threads,
                       const char *size, double min_seconds)
 {
     teardown(b);
     tg_set_kernels(TG_KERNELS_FAST);
+    char base[4096];
+    snprintf(base, sizeof base, "%s", name);
+    char *at = strchr(base, '@');
+    if (at)
+        *at = '\0';
     for (int i = 0; i < NWORKLOADS; i++)
-        if (strcmp(workloads[i].name, name) == 0)
+        if (strcmp(workloads[i].name, base) == 0)
             b->w = &workloads[i];
-    if (!b->w) {
+    if (!b->w || (at && !parse_scale(b, base, at + 1))) {
+        b->w = NULL;
         printf("unsupported\n");
         return;
     }

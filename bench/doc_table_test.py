@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that the results in docs/performance.md are in the format
 bench/run.py --doc writes (the numbers are not judged: they are one run's),
-and that the check rejects a block that is not.
+and that the check rejects a block that is not; the same for the scaling
+block (bench/run.py --scaling --doc).
 
     doc_table_test.py DOC
 """
@@ -41,9 +42,58 @@ def main():
         for what, t in bad.items():
             if t == text or not run.check_doc(t):
                 failures.append("the check accepted %s" % what)
+    failures += scaling_block_cases(run, text)
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
+
+
+def scaling_block_cases(run, text):
+    """The scaling block: the doc's own is checked, and one made by the
+    script's own writer (from made-up results: the format is checked, not
+    the numbers) must pass, and its damaged copies must not."""
+    failures = ["scaling: %s" % p for p in run.check_scaling_doc(text)
+                if not p.startswith("scaling")] + \
+        [p for p in run.check_scaling_doc(text) if p.startswith("scaling")]
+    cell = {"median": 2e-4, "min": 1.9e-4, "max": 2.2e-4}
+    made = [(series, size, {
+        "cells": {"tapegrad": cell, "torch": cell},
+        "ratios": {"torch": {"median": 0.5, "min": 0.4, "max": 0.6}},
+        "contended": None if i % 2 else "busy", "check": "ok"})
+        for i, (series, _, size) in enumerate(run.SCALING[:4])]
+    lines = ["(the legend)", ""] + run.table_lines(
+        run.SCALING_HEADER, run.scaling_rows(made))
+    machine = {"cpu": "Some CPU", "cpus": 2, "openblas": None,
+               "load_before": 0.5, "load_after": 0.6}
+    block = run.scaling_block(machine, lines)
+    a = text.index(run.SCALING_BEGIN) + len(run.SCALING_BEGIN)
+    b = text.index(run.SCALING_END)
+
+    def doc_with(blk):
+        return text[:a] + "\n" + blk + "\n" + text[b:]
+    good = doc_with(block)
+    if run.check_scaling_doc(good):
+        failures.append("scaling: the writer's own block refused: %s"
+                        % run.check_scaling_doc(good))
+    row = run.table_lines(run.SCALING_HEADER, run.scaling_rows(made))[2]
+    bad = {
+        "a row without its check cell":
+            doc_with(block.replace(row, row.rsplit(None, 1)[0], 1)),
+        "a ratio that is not MEDIAN [MIN MAX]":
+            doc_with(block.replace("0.50 [0.40 0.60]", "0.5", 1)),
+        "an unknown series": doc_with(block.replace(
+            run.SCALING[0][0], "LayerNorm fwd+bwd (M, 7680)", 1)),
+        "no machine line": doc_with(block.replace("Measured on ", "Run on ",
+                                                  1)),
+        "a machine 'busy'": doc_with(block.replace("quiet ", "busy  ", 1)),
+        "no table": doc_with(block.replace("tg/torch [min max]", "ratio",
+                                           1)),
+        "no markers": good.replace(run.SCALING_END, "", 1),
+    }
+    for what, t in bad.items():
+        if t == good or not run.check_scaling_doc(t):
+            failures.append("scaling: the check accepted %s" % what)
+    return failures
 
 
 if __name__ == "__main__":

@@ -306,8 +306,8 @@ def main():
     args = ap.parse_args()
     if args.check_doc:
         with open(args.check_doc) as f:
-            problems = check_doc(f.read())
-        problems += check_scaling_doc(text)
+            text = f.read()
+        problems = check_doc(text) + check_scaling_doc(text)
         for p in problems:
             print("%s: %s" % (args.check_doc, p))
         return 1 if problems else 0

@@ -168,9 +168,55 @@ def main():
             v = verifier.verify("ln_fwd_bwd", d)
             if not v.startswith("fail dx"):
                 failures.append("the verifier accepted a wrong dx: %s" % v)
+    failures += scaling_names(args.tg_bench, run, verifier, env)
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
+
+
+def scaling_names(tg_bench, run, verifier, env):
+    """run.py --scaling's NAME@SIZES workloads: tg_bench sets up and runs
+    every one of run.SCALING (at their sizes: the quick --scaling's
+    parser), and refuses sizes that are not sizes; torch_bench.py's
+    parser reads the same names."""
+    failures = []
+    good = [p[1] for p in run.SCALING]
+    bad = ["ln_fwd_bwd@0x768", "ln_fwd_bwd@64", "ln_fwd_bwd@64x768x2",
+           "ln_fwd_bwd@64xabc", "mlp_medium_step@1", "mlp_medium_step@8x",
+           "copy@8", "ln_fwd@64x768", "no_such@1"]
+    script = []
+    for name in good:
+        script += ["setup %s 1 small 0.0001" % name, "run"]
+    script += ["setup %s 1 small 0.0001" % n for n in bad] + ["quit"]
+    p = subprocess.run([tg_bench], input="\n".join(script) + "\n",
+                       capture_output=True, text=True, env=env, timeout=600)
+    replies = p.stdout.splitlines() + [""] * len(script)
+    if p.returncode != 0:
+        failures.append("tg_bench (scaling names) exited with %d:\n%s" % (
+            p.returncode, p.stderr))
+    for i, name in enumerate(good):
+        setup, sample = replies[2 * i], replies[2 * i + 1]
+        if not setup.startswith("ok ") or len(sample.split()) != 3:
+            failures.append("%s: %r, %r" % (name, setup, sample))
+    for i, name in enumerate(bad):
+        if replies[2 * len(good) + i] != "unsupported":
+            failures.append("%s: answered %r, want unsupported" % (
+                name, replies[2 * len(good) + i]))
+    if verifier:
+        want = {"ln_fwd_bwd@256x768": ("ln_fwd_bwd", (256, 768)),
+                "mlp_medium_step@512": ("mlp_medium_step", (512,)),
+                "ln_fwd_bwd": ("ln_fwd_bwd", None)}
+        for name, w in want.items():
+            if verifier.split_scale(name) != w:
+                failures.append("torch_bench split_scale(%r): %r" % (
+                    name, verifier.split_scale(name)))
+        for name in bad:
+            try:
+                verifier.split_scale(name)
+                failures.append("torch_bench accepted %s" % name)
+            except NotImplementedError:
+                pass
+    return failures
 
 
 if __name__ == "__main__":

@@ -2,6 +2,11 @@
 # Benchmarks tapegrad against PyTorch and NumPy (docs/performance.md):
 #
 #   ./scripts/bench.sh [--quick] [--reps N] [--threads 1,2] [--only NAME...]
+#   ./scripts/bench.sh --scaling [--quick] [--reps N]
+#
+# --scaling measures the scaling table instead: tapegrad / PyTorch at 1
+# thread over a range of sizes (out/bench/scaling.png; --doc MD writes it
+# into docs/performance.md's scaling block).
 #
 # Builds the library (-O2, as the Quick start) into build-bench/ (with OpenBLAS for
 # matmul when it is installed; never touches build/), then runs

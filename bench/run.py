@@ -958,7 +958,7 @@ def scaling_chart(results, args):
              "title '%s'" % (i, n.replace("'", "")) for i, n in
              enumerate(names)]
     with open(os.path.join(args.out, "scaling.gp"), "w") as f:
-        f.write("""# tapegrad time / PyTorch time against the size (bench/run.py --scaling)
+        f.write("""# tapegrad / PyTorch time against the size (run.py --scaling)
 set terminal pngcairo size 1000,600 font ",10" noenhanced
 set output 'scaling.png'
 set logscale x 2
@@ -968,7 +968,7 @@ set ylabel "tapegrad time / PyTorch time (< 1: tapegrad faster)"
 set grid
 set key top left
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
-set title "tapegrad against PyTorch at 1 thread, by size (median, min-max bars)"
+set title "tapegrad against PyTorch at 1 thread, by size (min-max bars)"
 plot %s
 """ % ", \\\n     ".join(plots))
     if shutil.which("gnuplot"):

@@ -42,14 +42,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Below this many elements the kernels run on the calling thread, with
+ * no team started: a forward and backward of (64, 768) take ~30 us on
+ * one core, and starting, joining and sharing out a team (with a chunk's
+ * partial sums zeroed and added up) cost a good part of that. The same
+ * threshold as BatchNorm's fast kernels (BN_PARALLEL_MIN). */
+#define LN_PARALLEL_MIN (INT64_C(1) << 17)
 /* The most chunks the rows of a backward are cut into: enough to keep many
  * threads busy, few enough that their partial sums (2 * N doubles each)
  * stay small next to x. */
 #define LN_MAX_CHUNKS 32
 /* The fewest elements in a backward chunk: below it a chunk is not worth
- * its partial sums. A quarter of the parallel threshold, so that a
- * backward big enough for threads has at least four chunks. */
-#define LN_MIN_CHUNK_WORK (TG_PARALLEL_MIN_WORK / 4)
+ * its partial sums. Half the parallel threshold, so that a backward big
+ * enough for threads has at least two chunks, and one too small for them
+ * is a single chunk summed straight into dw and db (no partial sums to
+ * zero and add up). */
+#define LN_MIN_CHUNK_WORK (LN_PARALLEL_MIN / 2)
+
+/* The threads for `work` elements: 1 below LN_PARALLEL_MIN. */
+static int ln_threads(int64_t work)
+{
+    return work < LN_PARALLEL_MIN ? 1 : tg_parallel_threads(work);
+}
 
 /* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
  * line at p. No effect on any result. */
@@ -228,7 +242,7 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
 {
     if (M == 0)
         return 0;
-    int nt = tg_parallel_threads(M * N);
+    int nt = ln_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
     /* Scratch: w and b in double (float32 only), and a row of x - mean
@@ -303,7 +317,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     if ((M + chunk_rows - 1) / chunk_rows > max_chunks)
         chunk_rows = (M + max_chunks - 1) / max_chunks;
     int64_t nchunks = (M + chunk_rows - 1) / chunk_rows;
-    int nt = tg_parallel_threads(M * N);
+    int nt = ln_threads(M * N);
     if ((int64_t)nt > nchunks)
         nt = (int)nchunks;
     /* Scratch, in rows of N doubles: w in double unless x is float64 with

@@ -35,6 +35,34 @@
  *    chunks whose size depends only on M and N, each chunk sums its rows
  *    in order into its own partial dw and db, and the partials are added
  *    up chunk after chunk.
+ *  - The small-row path: below LN_PARALLEL_MIN elements (a (64, 768)
+ *    layer) no team of threads is started and the backward is a single
+ *    chunk summed straight into dw and db; what is left per call is one
+ *    scratch allocation of a few rows.
+ *
+ * Why float32 rows are computed in double, and not in float32 with
+ * compensated statistics. The contract (tests/autograd/
+ * test_fast_norm_ulp.c) is that a float32 y and dx lie within 1 ulp of
+ * the float64 answer on the same inputs, rounded to float32. Statistics
+ * in double (or a float32 mean split into a high and a low part) keep
+ * mean and rstd that accurate, but not the elementwise work: y = xhat *
+ * w + b cancels where xhat * w is near -b, and dx = rstd (g - mean(g) -
+ * xhat mean(g xhat)) where its terms nearly cancel, and there the float32
+ * roundings of xhat * w or of the terms are many ulps of the result. In
+ * NumPy on (512, 768) N(0, 1) rows that float32 scheme put 9.6% of y and
+ * 5.6% of dx more than 1 ulp away (up to 3e5 ulps), where the double
+ * computation here measures 0. Double arithmetic runs at half the float32
+ * vector width, which is what bounds these kernels on large inputs (see
+ * docs/performance.md).
+ *
+ * The same bits on every CPU width: GCC compiles the kernels for plain
+ * x86-64, AVX2 and AVX-512 (TG_VECTOR_CLONES) and picks one when the
+ * program starts. Every sum goes through TG_NORM_LANES partial sums in an
+ * order the source fixes, every other value is one IEEE double operation
+ * on the same operands in every clone, and -ffp-contract=off (meson.build)
+ * keeps the compiler from fusing a multiply and an add in one clone but
+ * not another. tests/autograd/norm_clone_bits.sh compares the AVX-512
+ * (or AVX2) clone with the AVX2 one under valgrind.
  */
 #include "norm_fast.h"
 

@@ -35,6 +35,34 @@
  *    chunks whose size depends only on M and N, each chunk sums its rows
  *    in order into its own partial dw and db, and the partials are added
  *    up chunk after chunk.
+ *  - The small-row path: below LN_PARALLEL_MIN elements (a (64, 768)
+ *    layer) no team of threads is started and the backward is a single
+ *    chunk summed straight into dw and db; what is left per call is one
+ *    scratch allocation of a few rows.
+ *
+ * Why float32 rows are computed in double, and not in float32 with
+ * compensated statistics. The contract (tests/autograd/
+ * test_fast_norm_ulp.c) is that a float32 y and dx lie within 1 ulp of
+ * the float64 answer on the same inputs, rounded to float32. Statistics
+ * in double (or a float32 mean split into a high and a low part) keep
+ * mean and rstd that accurate, but not the elementwise work: y = xhat *
+ * w + b cancels where xhat * w is near -b, and dx = rstd (g - mean(g) -
+ * xhat mean(g xhat)) where its terms nearly cancel, and there the float32
+ * roundings of xhat * w or of the terms are many ulps of the result. In
+ * NumPy on (512, 768) N(0, 1) rows that float32 scheme put 9.6% of y and
+ * 5.6% of dx more than 1 ulp away (up to 3e5 ulps), where the double
+ * computation here measures 0. Double arithmetic runs at half the float32
+ * vector width, which is what bounds these kernels on large inputs (see
+ * docs/performance.md).
+ *
+ * The same bits on every CPU width: GCC compiles the kernels for plain
+ * x86-64, AVX2 and AVX-512 (TG_VECTOR_CLONES) and picks one when the
+ * program starts. Every sum goes through TG_NORM_LANES partial sums in an
+ * order the source fixes, every other value is one IEEE double operation
+ * on the same operands in every clone, and -ffp-contract=off (meson.build)
+ * keeps the compiler from fusing a multiply and an add in one clone but
+ * not another. tests/autograd/norm_clone_bits.sh compares the AVX-512
+ * (or AVX2) clone with the AVX2 one under valgrind.
  */
 #include "norm_fast.h"
 
@@ -42,14 +70,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Below this many elements the kernels run on the calling thread, with
+ * no team started: a forward and backward of (64, 768) take ~30 us on
+ * one core, and starting, joining and sharing out a team (with a chunk's
+ * partial sums zeroed and added up) cost a good part of that. The same
+ * threshold as BatchNorm's fast kernels (BN_PARALLEL_MIN). */
+#define LN_PARALLEL_MIN (INT64_C(1) << 17)
 /* The most chunks the rows of a backward are cut into: enough to keep many
  * threads busy, few enough that their partial sums (2 * N doubles each)
  * stay small next to x. */
 #define LN_MAX_CHUNKS 32
 /* The fewest elements in a backward chunk: below it a chunk is not worth
- * its partial sums. A quarter of the parallel threshold, so that a
- * backward big enough for threads has at least four chunks. */
-#define LN_MIN_CHUNK_WORK (TG_PARALLEL_MIN_WORK / 4)
+ * its partial sums. Half the parallel threshold, so that a backward big
+ * enough for threads has at least two chunks, and one too small for them
+ * is a single chunk summed straight into dw and db (no partial sums to
+ * zero and add up). */
+#define LN_MIN_CHUNK_WORK (LN_PARALLEL_MIN / 2)
+
+/* The threads for `work` elements: 1 below LN_PARALLEL_MIN. */
+static int ln_threads(int64_t work)
+{
+    return work < LN_PARALLEL_MIN ? 1 : tg_parallel_threads(work);
+}
 
 /* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
  * line at p. No effect on any result. */
@@ -228,7 +270,7 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
 {
     if (M == 0)
         return 0;
-    int nt = tg_parallel_threads(M * N);
+    int nt = ln_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
     /* Scratch: w and b in double (float32 only), and a row of x - mean
@@ -303,7 +345,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     if ((M + chunk_rows - 1) / chunk_rows > max_chunks)
         chunk_rows = (M + max_chunks - 1) / max_chunks;
     int64_t nchunks = (M + chunk_rows - 1) / chunk_rows;
-    int nt = tg_parallel_threads(M * N);
+    int nt = ln_threads(M * N);
     if ((int64_t)nt > nchunks)
         nt = (int)nchunks;
     /* Scratch, in rows of N doubles: w in double unless x is float64 with

@@ -226,12 +226,13 @@ static void check_case(const ln_case *c, tg_dtype dtype, int affine,
 
 /* Shapes: rows of 1, 7, 5, 768, 17, 13 elements (most not a multiple of
  * the 16 partial sums, 768 the benchmark's), one row, one element, many
- * short rows cut into several chunks and run on threads, and two-dim
+ * short rows cut into several chunks and run on threads ((16384, 13):
+ * 2^17 elements and more take threads; fewer are one chunk), and two-dim
  * normalized shapes. */
 static const ln_case shapes[] = {
     {{1, 1}, 2, 1, 0, 1},      {{1, 7}, 2, 1, 0, 1},
     {{3, 5}, 2, 1, 0, 1},      {{5, 768}, 2, 1, 0, 1},
-    {{33, 17}, 2, 1, 0, 1},    {{4096, 13}, 2, 1, 0, 1},
+    {{33, 17}, 2, 1, 0, 1},    {{16384, 13}, 2, 1, 0, 1},
     {{2, 3, 4}, 3, 1, 0, 1},   {{2, 3, 4}, 3, 2, 0, 1},
     {{200, 300}, 2, 1, 0.5, 2}, {{7, 9, 40}, 3, 2, -3, 0.1},
 };
@@ -260,11 +261,11 @@ TG_TEST(fast_layer_norm, matches_reference_on_two_threads)
 }
 
 /* Only some inputs need a gradient: x alone, w alone (no dx), none of the
- * parameters. */
+ * parameters; on one chunk and on three. */
 TG_TEST(fast_layer_norm, matches_reference_when_some_gradients_are_not_needed)
 {
     static const ln_case c[] = {{{33, 17}, 2, 1, 0, 1},
-                                {{300, 200}, 2, 1, 0, 1}};
+                                {{700, 200}, 2, 1, 0, 1}};
     for (size_t i = 0; i < 2; i++)
         for (int t = 1; t <= 2; t++) {
             check_case(&c[i], TG_FLOAT32, AFFINE_WB, false, false, t);
@@ -349,10 +350,12 @@ TG_TEST(fast_layer_norm, empty)
 }
 
 /* The thread count changes no bit: one row per thread in the forward, and
- * chunks of rows of a size fixed by the shape in the backward. */
+ * chunks of rows of a size fixed by the shape in the backward ((600, 257)
+ * and (16384, 13) run on threads in 3 and 4 chunks; (64, 771) is the
+ * small-row path, one chunk on the calling thread). */
 TG_TEST(fast_layer_norm, one_and_two_threads_give_the_same_bits)
 {
-    static const int64_t shapes_[][2] = {{300, 257}, {4096, 13}, {64, 771}};
+    static const int64_t shapes_[][2] = {{600, 257}, {16384, 13}, {64, 771}};
     for (int s = 0; s < 3; s++)
         for (int d = 0; d < 2; d++) {
             tg_dtype dtype = d ? TG_FLOAT64 : TG_FLOAT32;

@@ -47,6 +47,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,8 @@
 /* The largest tile of any variant, in elements (an edge tile is computed
  * in a buffer this big). */
 #define TILE_MAX 512
+/* The packing buffers' alignment, in bytes: a cache line. */
+#define GEMM_ALIGN 64
 /* Below this many multiply-adds the direct kernel runs, unless c is
  * narrow: packing would cost more than it saves. It also runs when a has
  * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
@@ -516,11 +519,15 @@ TG_GEMM_VARIANT(f64, double)
             int64_t kc = min64(v.kc, k);                                      \
             size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), v.nr));      \
             size_t na = (size_t)(nt * MC_MAX * v.kc);                         \
-            size_t bytes = (nb + na) * sizeof(T);                             \
+            /* Panels start on a cache line: a vector load of b that          \
+             * straddled two lines would cost two. */                         \
+            size_t bytes = (nb + na) * sizeof(T) + GEMM_ALIGN;                \
             T *buf = tg_block_alloc(bytes); /* reused when large */           \
             if (buf) {                                                        \
+                T *bp = (T *)(((uintptr_t)buf + GEMM_ALIGN - 1) &             \
+                              ~(uintptr_t)(GEMM_ALIGN - 1));                  \
                 gemm_blocked_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n,  \
-                                   &v, nt, buf, buf + nb, mc);                \
+                                   &v, nt, bp, bp + nb, mc);                  \
                 tg_block_free(buf, bytes);                                    \
                 return;                                                       \
             }                                                                 \

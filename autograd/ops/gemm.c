@@ -1,21 +1,27 @@
 /*
  * autograd/ops/gemm.c - the fast float kernels of tg_matmul: a cache-
- * blocked product with packed panels and a register-tiled micro-kernel in
- * plain C, a direct kernel for small products, and the optional OpenBLAS
+ * blocked product with packed panels and a register-tiled micro-kernel
+ * (plain C, or written for AVX2 or AVX-512 registers and chosen at run
+ * time), a direct kernel for small products, and the optional OpenBLAS
  * call. One (m, k) @ (k, n) block per call; matmul.c loops the batch.
  *
  * This file is not the reference: matmul.c's naive triple loop is. It is
- * not a BLAS either: no alpha/beta, no FMA, one blocking for all shapes.
+ * not a BLAS either: no alpha/beta, no FMA, one blocking per micro-kernel.
  *
  * What the C kernels promise. Every output is
  *     c[i, j] = (...((0 + a[i,0] b[0,j]) + a[i,1] b[1,j]) + ...)
  * in the operands' type: each product rounded, then added in p order. The
  * blocked kernel keeps that order (a k-block's partial sums are reloaded
  * from c, never added as a separate sum), vectorises across j only, and
- * the build forbids contracting a*b+c into an FMA; so the direct kernel,
- * the blocked one, every thread count, every blocking size and every
- * target_clones variant give the same bits. For float64 that is exactly
- * the reference's sum. For float32 the reference sums in double and
+ * never fuses a*b+c into an FMA: the build forbids the compiler to
+ * contract one, and no micro-kernel asks for one (an FMA rounds once, so
+ * a kernel with FMAs would give other bits than one without, and a CPU
+ * without FMA would need the slow software fma). So the direct kernel,
+ * the blocked one, every micro-kernel variant (generic, AVX2, AVX-512:
+ * each tile shape only decides which c[i, j] are computed together),
+ * every thread count, every blocking size and every target_clones
+ * variant give the same bits, on every x86-64 CPU. For float64 that is
+ * exactly the reference's sum. For float32 the reference sums in double and
  * rounds once; the recursive float32 sum is off from the exact one by at
  * most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u) with
  * u = 2^-24 (Higham, Accuracy and Stability, 3.1), and the reference by
@@ -35,10 +41,27 @@
  *         of c held in registers while p runs over the k-block.
  * Packing reads the operands through their strides, so a transposed view
  * costs nothing extra, and pads edge panels with zeros, so the micro-
- * kernel has fixed trip counts GCC vectorises (MR rows of NR lanes; the
- * MR rows are spelt out so the accumulators stay in registers). The work
- * is split by row blocks of c: every output is computed by one thread,
- * whole, so the thread count cannot change a result.
+ * kernel has fixed trip counts. The work is split by row blocks of c:
+ * every output is computed by one thread, whole, so the thread count
+ * cannot change a result.
+ *
+ * The micro-kernels. The generic one is plain C that GCC vectorises (MR
+ * rows of NR lanes, the rows spelt out so the accumulators stay in
+ * registers), built for any CPU and, through TG_VECTOR_CLONES, for AVX2
+ * and AVX-512 too. Its 6 x 16 float tile is only 6 AVX-512 registers of
+ * accumulators: too few sums in flight to cover the adds' latency on two
+ * add pipes, and 7 loads per 6 vector products. The x86 variants are
+ * written for their registers with GCC's vector extension and a target
+ * attribute each: AVX-512 an 8 x 32 tile (16 of its 32 registers, 2 loads
+ * of b and 8 broadcasts of a per 16 products), AVX2 a 6 x 16 tile (12 of
+ * its 16). The widest the CPU supports (__builtin_cpu_supports, asked
+ * once; no ifunc, so ThreadSanitizer builds have them too) runs, unless
+ * TG_GEMM_KERNEL names another or a test forces one; a c no wider than
+ * the generic tile keeps the generic kernel, whose narrower tile pads
+ * less. On float32 1024^3 at 1 thread on an AMD EPYC with AVX-512 the
+ * 8 x 32 kernel ran at about 210-230 GFLOP/s against 165 for the generic
+ * one (6 x 32 and 12 x 32 tiles and k-blocks of 384 and 512 were within
+ * the noise of it); see docs/performance.md.
  */
 #include "gemm.h"
 
@@ -257,9 +280,10 @@ static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
     _Static_assert(MC_MAX % (MR_) == 0, "MC_MAX not a multiple of MR");      \
     enum { name##_mr = MR_, name##_nr = (W) * (NV), name##_kc = KC_ };
 
-/* AVX-512: 32 registers of 16 floats. A 12 x 32 tile is 24 accumulators,
- * enough independent sums to keep both add pipes busy through their
- * latency; 2 loads of b and 12 broadcasts of a feed 24 products. */
+/* AVX-512: 32 registers of 16 floats (8 doubles). An 8 x 32 tile is 16
+ * accumulators, enough independent sums to keep both add pipes busy
+ * through their latency; 2 loads of b and 8 broadcasts of a feed 16
+ * products. The defaults can be overridden to measure other tiles. */
 #ifndef TG_GEMM_AVX512_MR
 #define TG_GEMM_AVX512_MR 8
 #endif

@@ -156,7 +156,7 @@ static tg_gemm_kernel kernel_from_env(void)
         [TG_GEMM_KERNEL_AVX2] = "avx2",
         [TG_GEMM_KERNEL_AVX512] = "avx512",
     };
-    const char *s = getenv("TG_GEMM_KERNEL");
+    const char *s = getenv(TG_GEMM_KERNEL);
     for (int kk = TG_GEMM_KERNEL_GENERIC; s && kk <= TG_GEMM_KERNEL_AVX512;
          kk++)
         if (strcmp(s, names[kk]) == 0 &&

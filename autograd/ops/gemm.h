@@ -41,6 +41,7 @@ void tg_gemm_force_path(tg_gemm_path path);
  * widest) unless the environment variable TG_GEMM_KERNEL names one
  * (generic, avx2, avx512; ignored when unknown or not supported). They
  * give the same bits (gemm.c). */
+#define TG_GEMM_KERNEL "TG_GEMM_KERNEL"
 typedef enum tg_gemm_kernel {
     TG_GEMM_KERNEL_AUTO,    // the CPU's widest, or TG_GEMM_KERNEL's
     TG_GEMM_KERNEL_GENERIC, // plain C, any CPU

@@ -535,7 +535,7 @@ static int kernel_in_child(const char *env)
 {
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("TG_GEMM_KERNEL", env, 1);
+        setenv(TG_GEMM_KERNEL, env, 1);
         _exit((int)tg_gemm_kernel_in_use());
     }
     int status = 0;
@@ -553,15 +553,14 @@ TG_TEST(fast_matmul, environment_chooses_the_kernel)
         cr_assert_eq(kernel_in_child("avx2"), TG_GEMM_KERNEL_AVX2);
 }
 
-/* Every variant, blocked or as AUTO chooses, against the reference on
- * every shape above. */
+/* Every variant, forced to run the blocked kernel, against the
+ * reference on every shape above. */
 TG_TEST(fast_matmul, each_variant_matches_reference)
 {
     for (int v = 0; v < N_VARIANTS; v++) {
         if (!tg_gemm_force_kernel(variants[v]))
             continue;
         check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_BLOCKED);
-        check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_AUTO);
     }
     tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
 }

@@ -265,7 +265,7 @@ static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
                                  first);                                     \
                     continue;                                                \
                 }                                                            \
-                T tile[MR_ * NR_];                                           \
+                T tile[MR_ * NR_] = {0};                                     \
                 for (int64_t i = 0; i < mr && !first; i++)                   \
                     for (int64_t j = 0; j < nr; j++)                         \
                         tile[i * NR_ + j] = cij[i * ldc + j];                \

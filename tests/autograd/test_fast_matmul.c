@@ -510,6 +510,9 @@ TG_TEST(fast_matmul, same_bits_rejects_one_ulp)
  * runs. */
 TG_TEST(fast_matmul, force_kernel_switches_variants)
 {
+    /* Each test runs in a process of its own, which has not chosen yet:
+     * the default choice, whatever the caller's environment says. */
+    unsetenv(TG_GEMM_KERNEL);
     tg_gemm_kernel widest = TG_GEMM_KERNEL_GENERIC;
     cr_assert(tg_gemm_kernel_supported(TG_GEMM_KERNEL_GENERIC));
     for (int v = 0; v < N_VARIANTS; v++)

@@ -71,6 +71,8 @@ OPTIONAL_PUBLIC_HEADERS = ["dist/dist.h"]
 INTERNAL_HEADERS = ["tensor/internal.h", "autograd/internal.h",
                     "nn/internal.h", "autograd/tape.h",
                     "dist/internal.h", "tensor/debug.h"]
+# The matmul kernels' header (its environment variable and test hooks).
+INTERNAL_HEADERS += ["autograd/ops/gemm.h"]
 
 # Names the docs may mention that no header declares, each with its reason.
 ALLOWED = {

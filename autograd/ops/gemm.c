@@ -1,21 +1,27 @@
 /*
  * autograd/ops/gemm.c - the fast float kernels of tg_matmul: a cache-
- * blocked product with packed panels and a register-tiled micro-kernel in
- * plain C, a direct kernel for small products, and the optional OpenBLAS
+ * blocked product with packed panels and a register-tiled micro-kernel
+ * (plain C, or written for AVX2 or AVX-512 registers and chosen at run
+ * time), a direct kernel for small products, and the optional OpenBLAS
  * call. One (m, k) @ (k, n) block per call; matmul.c loops the batch.
  *
  * This file is not the reference: matmul.c's naive triple loop is. It is
- * not a BLAS either: no alpha/beta, no FMA, one blocking for all shapes.
+ * not a BLAS either: no alpha/beta, no FMA, one blocking per micro-kernel.
  *
  * What the C kernels promise. Every output is
  *     c[i, j] = (...((0 + a[i,0] b[0,j]) + a[i,1] b[1,j]) + ...)
  * in the operands' type: each product rounded, then added in p order. The
  * blocked kernel keeps that order (a k-block's partial sums are reloaded
  * from c, never added as a separate sum), vectorises across j only, and
- * the build forbids contracting a*b+c into an FMA; so the direct kernel,
- * the blocked one, every thread count, every blocking size and every
- * target_clones variant give the same bits. For float64 that is exactly
- * the reference's sum. For float32 the reference sums in double and
+ * never fuses a*b+c into an FMA: the build forbids the compiler to
+ * contract one, and no micro-kernel asks for one (an FMA rounds once, so
+ * a kernel with FMAs would give other bits than one without, and a CPU
+ * without FMA would need the slow software fma). So the direct kernel,
+ * the blocked one, every micro-kernel variant (generic, AVX2, AVX-512:
+ * each tile shape only decides which c[i, j] are computed together),
+ * every thread count, every blocking size and every target_clones
+ * variant give the same bits, on every x86-64 CPU. For float64 that is
+ * exactly the reference's sum. For float32 the reference sums in double and
  * rounds once; the recursive float32 sum is off from the exact one by at
  * most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u) with
  * u = 2^-24 (Higham, Accuracy and Stability, 3.1), and the reference by
@@ -35,36 +41,61 @@
  *         of c held in registers while p runs over the k-block.
  * Packing reads the operands through their strides, so a transposed view
  * costs nothing extra, and pads edge panels with zeros, so the micro-
- * kernel has fixed trip counts GCC vectorises (MR rows of NR lanes; the
- * MR rows are spelt out so the accumulators stay in registers). The work
- * is split by row blocks of c: every output is computed by one thread,
- * whole, so the thread count cannot change a result.
+ * kernel has fixed trip counts. The work is split by row blocks of c:
+ * every output is computed by one thread, whole, so the thread count
+ * cannot change a result.
+ *
+ * The micro-kernels. The generic one is plain C that GCC vectorises (MR
+ * rows of NR lanes, the rows spelt out so the accumulators stay in
+ * registers), built for any CPU and, through TG_VECTOR_CLONES, for AVX2
+ * and AVX-512 too. Its 6 x 16 float tile is only 6 AVX-512 registers of
+ * accumulators: too few sums in flight to cover the adds' latency on two
+ * add pipes, and 7 loads per 6 vector products. The x86 variants are
+ * written for their registers with GCC's vector extension and a target
+ * attribute each: AVX-512 an 8 x 32 tile (16 of its 32 registers, 2 loads
+ * of b and 8 broadcasts of a per 16 products), AVX2 a 6 x 16 tile (12 of
+ * its 16). The widest the CPU supports (__builtin_cpu_supports, asked
+ * once; no ifunc, so ThreadSanitizer builds have them too) runs, unless
+ * TG_GEMM_KERNEL names another or a test forces one; a c no wider than
+ * the generic tile keeps the generic kernel, whose narrower tile pads
+ * less. On float32 1024^3 at 1 thread on an AMD EPYC with AVX-512 the
+ * 8 x 32 kernel ran at about 210-230 GFLOP/s against 165 for the generic
+ * one (6 x 32 and 12 x 32 tiles and k-blocks of 384 and 512 were within
+ * the noise of it); see docs/performance.md.
  */
 #include "gemm.h"
 
 #include "../internal.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef TG_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
 
-/* Register tile: MR rows of NR columns. 6 x 16 floats are 6 AVX-512
- * registers (12 AVX2); 6 x 8 doubles the same. Measured on a Xeon with
- * AVX-512 against 4, 8, 12 rows and 32 columns, 6 x 16 was fastest. */
+/* The generic register tile: MR rows of NR columns, 6 x 16 floats or
+ * 6 x 8 doubles. The x86 variants below have their own tiles. */
 #define MR 6
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define NR_F32 16
 #define NR_F64 8
 /* Cache blocks, in elements: a KC x NR panel of b (16 KB of float) stays
- * in L1 while a's MC x KC block (about 200 KB) stays in L2. */
+ * in L1 while a's MC x KC block (about 200 KB) stays in L2. MC_MAX is a
+ * multiple of every variant's rows. */
 #define KC_F32 256
 #define KC_F64 128
 #define MC_MAX 192
 #define NC_MAX 3072
+/* The largest tile of any variant, in elements (an edge tile is computed
+ * in a buffer this big). */
+#define TILE_MAX 512
+/* The packing buffers' alignment, in bytes: a cache line. */
+#define GEMM_ALIGN 64
 /* Below this many multiply-adds the direct kernel runs, unless c is
  * narrow: packing would cost more than it saves. It also runs when a has
  * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
@@ -74,11 +105,83 @@
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
 
+/* The x86 micro-kernels are built where GCC or Clang can compile code
+ * for a target the build does not assume (target attributes) and ask
+ * the CPU what it has (__builtin_cpu_supports). */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define TG_GEMM_X86 1
+#endif
+
 static _Thread_local tg_gemm_path forced_path = TG_GEMM_AUTO;
+static _Thread_local tg_gemm_kernel forced_kernel = TG_GEMM_KERNEL_AUTO;
 
 void tg_gemm_force_path(tg_gemm_path path)
 {
     forced_path = path;
+}
+
+bool tg_gemm_kernel_supported(tg_gemm_kernel kernel)
+{
+    switch (kernel) {
+    case TG_GEMM_KERNEL_AUTO:
+    case TG_GEMM_KERNEL_GENERIC:
+        return true;
+#ifdef TG_GEMM_X86
+    case TG_GEMM_KERNEL_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case TG_GEMM_KERNEL_AVX512:
+        return __builtin_cpu_supports("avx512f");
+#else
+    case TG_GEMM_KERNEL_AVX2:
+    case TG_GEMM_KERNEL_AVX512:
+        return false;
+#endif
+    }
+    return false;
+}
+
+bool tg_gemm_force_kernel(tg_gemm_kernel kernel)
+{
+    if (!tg_gemm_kernel_supported(kernel))
+        return false;
+    forced_kernel = kernel;
+    return true;
+}
+
+/* TG_GEMM_KERNEL's choice, or AUTO when unset, unknown or unsupported. */
+static tg_gemm_kernel kernel_from_env(void)
+{
+    static const char *const names[] = {
+        [TG_GEMM_KERNEL_GENERIC] = "generic",
+        [TG_GEMM_KERNEL_AVX2] = "avx2",
+        [TG_GEMM_KERNEL_AVX512] = "avx512",
+    };
+    const char *s = getenv(TG_GEMM_KERNEL);
+    for (int kk = TG_GEMM_KERNEL_GENERIC; s && kk <= TG_GEMM_KERNEL_AVX512;
+         kk++)
+        if (strcmp(s, names[kk]) == 0 &&
+            tg_gemm_kernel_supported((tg_gemm_kernel)kk))
+            return (tg_gemm_kernel)kk;
+    return TG_GEMM_KERNEL_AUTO;
+}
+
+tg_gemm_kernel tg_gemm_kernel_in_use(void)
+{
+    /* The environment and the CPU do not change: looked up once (two
+     * threads racing here store the same value). */
+    static atomic_int chosen = TG_GEMM_KERNEL_AUTO;
+    if (forced_kernel != TG_GEMM_KERNEL_AUTO)
+        return forced_kernel;
+    int k = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (k == TG_GEMM_KERNEL_AUTO) {
+        k = kernel_from_env();
+        for (int kk = TG_GEMM_KERNEL_AVX512;
+             k == TG_GEMM_KERNEL_AUTO && kk >= TG_GEMM_KERNEL_GENERIC; kk--)
+            if (tg_gemm_kernel_supported((tg_gemm_kernel)kk))
+                k = kk;
+        atomic_store_explicit(&chosen, k, memory_order_relaxed);
+    }
+    return (tg_gemm_kernel)k;
 }
 
 static int64_t round_up(int64_t x, int64_t to)
@@ -91,20 +194,114 @@ static int64_t min64(int64_t x, int64_t y)
     return x < y ? x : y;
 }
 
-/* Threads for an m x k x n product: never more than there are row
- * blocks of MR, nor than the work pays for. */
-static int gemm_threads(int64_t m, int64_t k, int64_t n)
+/* Threads for an m x k x n product with mr-row tiles: never more than
+ * there are row tiles, nor than the work pays for. */
+static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
 {
     int nt = tg_get_num_threads();
     int64_t work = m * k * n;
     int64_t by_work = work / GEMM_MIN_WORK_PER_THREAD;
-    int64_t by_rows = (m + MR - 1) / MR;
+    int64_t by_rows = (m + mr - 1) / mr;
     if (by_work < nt)
         nt = by_work < 1 ? 1 : (int)by_work;
     if (by_rows < nt)
         nt = (int)by_rows;
     return nt;
 }
+
+#ifdef TG_GEMM_X86
+/* An x86 micro-kernel and its loop over one packed block, for the
+ * target TGT: an MR_ x (NV W) tile of c held in MR_ NV vectors of W
+ * elements of T (GCC's vector extension, which the target turns into
+ * its registers). Per p it loads NV vectors of packed b and multiplies
+ * them by each row's a[i, p], then adds: a product, rounded, then a sum,
+ * exactly what the generic kernel does per element (-ffp-contract=off
+ * keeps the two apart). An edge tile is computed in a full-size buffer
+ * and copied out, so the kernel has no edge cases. */
+#define TG_GEMM_SIMD(name, TGT, T, W, MR_, NV, KC_)                          \
+    typedef T name##_vec                                                     \
+        __attribute__((vector_size((W) * sizeof(T)), aligned(sizeof(T)),    \
+                       may_alias));                                          \
+    __attribute__((target(TGT))) static inline void name##_micro(            \
+        int64_t kc, const T *restrict ap, const T *restrict bp,              \
+        T *restrict c, int64_t ldc, bool first)                              \
+    {                                                                        \
+        name##_vec acc[MR_][NV];                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+        {                                                                    \
+            if (first)                                                       \
+                acc[i][v] = (name##_vec){0};                                 \
+            else                                                             \
+                acc[i][v] = *(const name##_vec *)(c + i * ldc + v * (W));    \
+        }                                                                    \
+        for (int64_t p = 0; p < kc; p++) {                                   \
+            name##_vec b[NV];                                                \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                b[v] = *(const name##_vec *)(bp + (p * NV + v) * (W));       \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)           \
+            {                                                                \
+                const T a = ap[p * MR_ + i];                                 \
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)         \
+                    acc[i][v] += b[v] * a;                                   \
+            }                                                                \
+        }                                                                    \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                *(name##_vec *)(c + i * ldc + v * (W)) = acc[i][v];          \
+    }                                                                        \
+                                                                             \
+    __attribute__((target(TGT))) static void name##_macro(                   \
+        int64_t mc, int64_t nc, int64_t kc, const T *ap, const T *bp, T *c,  \
+        int64_t ldc, bool first)                                             \
+    {                                                                        \
+        enum { NR_ = (W) * (NV) };                                           \
+        for (int64_t j0 = 0; j0 < nc; j0 += NR_)                             \
+            for (int64_t i0 = 0; i0 < mc; i0 += MR_) {                       \
+                int64_t mr = min64(MR_, mc - i0), nr = min64(NR_, nc - j0);  \
+                T *cij = c + i0 * ldc + j0;                                  \
+                if (mr == MR_ && nr == NR_) {                                \
+                    name##_micro(kc, ap + i0 * kc, bp + j0 * kc, cij, ldc,   \
+                                 first);                                     \
+                    continue;                                                \
+                }                                                            \
+                T tile[MR_ * NR_] = {0};                                     \
+                for (int64_t i = 0; i < mr && !first; i++)                   \
+                    for (int64_t j = 0; j < nr; j++)                         \
+                        tile[i * NR_ + j] = cij[i * ldc + j];                \
+                name##_micro(kc, ap + i0 * kc, bp + j0 * kc, tile, NR_,      \
+                             first);                                         \
+                for (int64_t i = 0; i < mr; i++)                             \
+                    for (int64_t j = 0; j < nr; j++)                         \
+                        cij[i * ldc + j] = tile[i * NR_ + j];                \
+            }                                                                \
+    }                                                                        \
+    _Static_assert((MR_) * (W) * (NV) <= TILE_MAX, "tile too big");          \
+    _Static_assert(MC_MAX % (MR_) == 0, "MC_MAX not a multiple of MR");      \
+    enum { name##_mr = MR_, name##_nr = (W) * (NV), name##_kc = KC_ };
+
+/* AVX-512: 32 registers of 16 floats (8 doubles). An 8 x 32 tile is 16
+ * accumulators, enough independent sums to keep both add pipes busy
+ * through their latency; 2 loads of b and 8 broadcasts of a feed 16
+ * products. The defaults can be overridden to measure other tiles. */
+#ifndef TG_GEMM_AVX512_MR
+#define TG_GEMM_AVX512_MR 8
+#endif
+#ifndef TG_GEMM_AVX512_NV
+#define TG_GEMM_AVX512_NV 2
+#endif
+#ifndef TG_GEMM_AVX512_KC
+#define TG_GEMM_AVX512_KC 256
+#endif
+/* AVX2: 16 registers of 8 floats: a 6 x 16 tile is 12 accumulators, 2
+ * for b and 1 for a's broadcast. */
+TG_GEMM_SIMD(avx512_f32, "avx512f", float, 16, TG_GEMM_AVX512_MR,
+             TG_GEMM_AVX512_NV, TG_GEMM_AVX512_KC)
+TG_GEMM_SIMD(avx512_f64, "avx512f", double, 8, TG_GEMM_AVX512_MR,
+             TG_GEMM_AVX512_NV, TG_GEMM_AVX512_KC / 2)
+TG_GEMM_SIMD(avx2_f32, "avx2", float, 8, 6, 2, 256)
+TG_GEMM_SIMD(avx2_f64, "avx2", double, 4, 6, 2, 128)
+#endif
 
 #ifdef TG_HAVE_OPENBLAS
 /* How BLAS can read a rows x cols operand with strides (s_r, s_c): as is
@@ -135,6 +332,30 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
 }
 #endif
 
+/* A blocked kernel's micro-kernel variant: its tile (mr x nr), k-block
+ * and the loop over one packed block (c[0:mc, 0:nc] (+)= the packed a
+ * block times the packed b panel; first: c starts at 0). */
+#define TG_GEMM_VARIANT(sfx, T)                                              \
+    typedef struct gemm_variant_##sfx {                                      \
+        int64_t mr, nr, kc;                                                  \
+        void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T *ap,       \
+                      const T *bp, T *c, int64_t ldc, bool first);           \
+    } gemm_variant_##sfx;
+TG_GEMM_VARIANT(f32, float)
+TG_GEMM_VARIANT(f64, double)
+
+#ifdef TG_GEMM_X86
+#define GEMM_X86_VARIANT(name)                                               \
+    {name##_mr, name##_nr, name##_kc, name##_macro}
+#define GEMM_X86_VARIANTS(sfx)                                               \
+    case TG_GEMM_KERNEL_AVX512:                                              \
+        return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);           \
+    case TG_GEMM_KERNEL_AVX2:                                                \
+        return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx2_##sfx);
+#else
+#define GEMM_X86_VARIANTS(sfx)
+#endif
+
 /* The kernels, once per type: T the element type, NR its tile width, KC
  * its k-block, BLAS_GEMM its cblas routine. */
 #define TG_GEMM_KERNELS(sfx, T, NR, KC, BLAS_GEMM)                           \
@@ -163,43 +384,43 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         }                                                                     \
     }                                                                         \
                                                                               \
-    /* bp <- b[0:kc, 0:nc] as panels of NR columns: panel q holds             \
-     * b[p, q*NR + j] at bp[q*kc*NR + p*NR + j], columns past nc zero. */     \
+    /* bp <- b[0:kc, 0:nc] as panels of nr columns: panel q holds             \
+     * b[p, q*nr + j] at bp[q*kc*nr + p*nr + j], columns past nc zero. */     \
     static void pack_b_panel_##sfx(const T *b, int64_t sb_p, int64_t sb_j,    \
-                                   int64_t kc, int64_t nc, int64_t q,         \
-                                   T *restrict bp)                            \
+                                   int64_t kc, int64_t nc, int64_t nr,        \
+                                   int64_t q, T *restrict bp)                 \
     {                                                                         \
-        int64_t j0 = q * NR, w = min64(NR, nc - j0);                          \
-        T *restrict dst = bp + q * kc * NR;                                   \
+        int64_t j0 = q * nr, w = min64(nr, nc - j0);                          \
+        T *restrict dst = bp + q * kc * nr;                                   \
         for (int64_t p = 0; p < kc; p++) {                                    \
             const T *src = b + p * sb_p + j0 * sb_j;                          \
-            T *restrict d = dst + p * NR;                                     \
-            if (w == NR && sb_j == 1)                                         \
-                for (int j = 0; j < NR; j++)                                  \
-                    d[j] = src[j];                                            \
+            T *restrict d = dst + p * nr;                                     \
+            if (w == nr && sb_j == 1)                                         \
+                memcpy(d, src, (size_t)nr * sizeof(T));                       \
             else {                                                            \
                 for (int64_t j = 0; j < w; j++)                               \
                     d[j] = src[j * sb_j];                                     \
-                for (int64_t j = w; j < NR; j++)                              \
+                for (int64_t j = w; j < nr; j++)                              \
                     d[j] = 0;                                                 \
             }                                                                 \
         }                                                                     \
     }                                                                         \
                                                                               \
-    /* ap <- a[0:mc, 0:kc] as panels of MR rows: panel r holds                \
-     * a[r*MR + i, p] at ap[r*kc*MR + p*MR + i], rows past mc zero. */        \
+    /* ap <- a[0:mc, 0:kc] as panels of mr rows: panel r holds                \
+     * a[r*mr + i, p] at ap[r*kc*mr + p*mr + i], rows past mc zero. */        \
     static void pack_a_##sfx(const T *a, int64_t sa_i, int64_t sa_p,          \
-                             int64_t mc, int64_t kc, T *restrict ap)          \
+                             int64_t mc, int64_t kc, int64_t mr,              \
+                             T *restrict ap)                                  \
     {                                                                         \
-        for (int64_t r = 0; r * MR < mc; r++) {                               \
-            int64_t i0 = r * MR, h = min64(MR, mc - i0);                      \
-            T *restrict dst = ap + r * kc * MR;                               \
+        for (int64_t r = 0; r * mr < mc; r++) {                               \
+            int64_t i0 = r * mr, h = min64(mr, mc - i0);                      \
+            T *restrict dst = ap + r * kc * mr;                               \
             for (int64_t p = 0; p < kc; p++) {                                \
                 const T *src = a + i0 * sa_i + p * sa_p;                      \
                 for (int64_t i = 0; i < h; i++)                               \
-                    dst[p * MR + i] = src[i * sa_i];                          \
-                for (int64_t i = h; i < MR; i++)                              \
-                    dst[p * MR + i] = 0;                                      \
+                    dst[p * mr + i] = src[i * sa_i];                          \
+                for (int64_t i = h; i < mr; i++)                              \
+                    dst[p * mr + i] = 0;                                      \
             }                                                                 \
         }                                                                     \
     }                                                                         \
@@ -248,34 +469,52 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                             min64(NR, nc - j0), first);                       \
     }                                                                         \
                                                                               \
-    /* The blocked product on nt threads, with its buffers: bp for one        \
-     * KC x NC panel of b, then one MC_MAX x KC block of a per thread. */     \
+    /* The micro-kernel variant for a product with n columns (see the       \
+     * top): a c narrower than the generic tile runs the generic kernel,      \
+     * whose narrower tile wastes less on padding, unless a test forced a     \
+     * variant. */                                                            \
+    static gemm_variant_##sfx variant_##sfx(int64_t n)                        \
+    {                                                                         \
+        tg_gemm_kernel kernel = tg_gemm_kernel_in_use();                      \
+        if (n <= NR && forced_kernel == TG_GEMM_KERNEL_AUTO)                  \
+            kernel = TG_GEMM_KERNEL_GENERIC;                                  \
+        switch (kernel) {                                                     \
+            GEMM_X86_VARIANTS(sfx)                                            \
+        default:                                                              \
+            return (gemm_variant_##sfx){MR, NR, KC, macro_##sfx};             \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The blocked product on nt threads with variant v, and its buffers:     \
+     * bp for one kc x NC panel of b, then one MC_MAX x kc block of a per     \
+     * thread. */                                                             \
     static void gemm_blocked_##sfx(const T *a, int64_t sa_i, int64_t sa_p,    \
                                    const T *b, int64_t sb_p, int64_t sb_j,    \
                                    T *c, int64_t m, int64_t k, int64_t n,     \
-                                   int nt, T *bp, T *ap_all, int64_t mc)      \
+                                   const gemm_variant_##sfx *v, int nt,       \
+                                   T *bp, T *ap_all, int64_t mc)              \
     {                                                                         \
         int64_t nblocks = (m + mc - 1) / mc;                                  \
         (void)nt; /* read by the OpenMP pragmas only */                       \
         TG_OMP(parallel num_threads(nt) if (nt > 1))                          \
         {                                                                     \
-            T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * KC;          \
+            T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * v->kc;       \
             for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
                 int64_t nc = min64(NC_MAX, n - jc);                           \
-                int64_t npanels = (nc + NR - 1) / NR;                         \
-                for (int64_t pc = 0; pc < k; pc += KC) {                      \
-                    int64_t kc = min64(KC, k - pc);                           \
+                int64_t npanels = (nc + v->nr - 1) / v->nr;                   \
+                for (int64_t pc = 0; pc < k; pc += v->kc) {                   \
+                    int64_t kc = min64(v->kc, k - pc);                        \
                     TG_OMP(for schedule(static))                              \
                     for (int64_t q = 0; q < npanels; q++)                     \
                         pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,   \
-                                           sb_j, kc, nc, q, bp);              \
+                                           sb_j, kc, nc, v->nr, q, bp);       \
                     TG_OMP(for schedule(static))                              \
                     for (int64_t blk = 0; blk < nblocks; blk++) {             \
                         int64_t ic = blk * mc, h = min64(mc, m - ic);         \
                         pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,   \
-                                     h, kc, ap);                              \
-                        macro_##sfx(h, nc, kc, ap, bp, c + ic * n + jc, n,    \
-                                    pc == 0);                                 \
+                                     h, kc, v->mr, ap);                       \
+                        v->macro(h, nc, kc, ap, bp, c + ic * n + jc, n,       \
+                                 pc == 0);                                    \
                     }                                                         \
                 }                                                             \
             }                                                                 \
@@ -291,23 +530,28 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         int64_t work = m * k * n;                                             \
         bool direct = forced_path == TG_GEMM_DIRECT ||                        \
                       (forced_path == TG_GEMM_AUTO &&                         \
-                        (m < MR / 2 ||                                         \
+                       (m < MR / 2 ||                                         \
                         (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
         if (!direct && k > 0) {                                               \
-            int nt = gemm_threads(m, k, n);                                   \
+            gemm_variant_##sfx v = variant_##sfx(n);                          \
+            int nt = gemm_threads(m, k, n, v.mr);                             \
             /* Row blocks: at least one per thread, at most MC_MAX rows. */   \
             int64_t nblk = (m + MC_MAX - 1) / MC_MAX;                         \
             if (nblk < nt)                                                    \
                 nblk = nt;                                                    \
-            int64_t mc = round_up((m + nblk - 1) / nblk, MR);                 \
-            int64_t kc = min64(KC, k);                                        \
-            size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), NR));        \
-            size_t na = (size_t)nt * MC_MAX * KC;                             \
-            size_t bytes = (nb + na) * sizeof(T);                             \
+            int64_t mc = round_up((m + nblk - 1) / nblk, v.mr);               \
+            int64_t kc = min64(v.kc, k);                                      \
+            size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), v.nr));      \
+            size_t na = (size_t)(nt * MC_MAX * v.kc);                         \
+            /* Panels start on a cache line: a vector load of b that          \
+             * straddled two lines would cost two. */                         \
+            size_t bytes = (nb + na) * sizeof(T) + GEMM_ALIGN;                \
             T *buf = tg_block_alloc(bytes); /* reused when large */           \
             if (buf) {                                                        \
+                T *bp = (T *)(((uintptr_t)buf + GEMM_ALIGN - 1) &             \
+                              ~(uintptr_t)(GEMM_ALIGN - 1));                  \
                 gemm_blocked_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n,  \
-                                   nt, buf, buf + nb, mc);                    \
+                                   &v, nt, bp, bp + nb, mc);                  \
                 tg_block_free(buf, bytes);                                    \
                 return;                                                       \
             }                                                                 \

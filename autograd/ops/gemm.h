@@ -7,6 +7,7 @@
 #ifndef TG_AUTOGRAD_OPS_GEMM_H
 #define TG_AUTOGRAD_OPS_GEMM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* c[i, j] = sum_p a[i * sa_i + p * sa_p] * b[p * sb_p + j * sb_j], for c
@@ -34,5 +35,26 @@ typedef enum tg_gemm_path {
     TG_GEMM_BLOCKED, // packed panels, register tiles, threads
 } tg_gemm_path;
 void tg_gemm_force_path(tg_gemm_path path);
+
+/* The blocked kernel's micro-kernel: the generic C one, or one written
+ * for an x86 vector extension, chosen once by what the CPU supports (the
+ * widest) unless the environment variable TG_GEMM_KERNEL names one
+ * (generic, avx2, avx512; ignored when unknown or not supported). They
+ * give the same bits (gemm.c). */
+#define TG_GEMM_KERNEL "TG_GEMM_KERNEL"
+typedef enum tg_gemm_kernel {
+    TG_GEMM_KERNEL_AUTO,    // the CPU's widest, or TG_GEMM_KERNEL's
+    TG_GEMM_KERNEL_GENERIC, // plain C, any CPU
+    TG_GEMM_KERNEL_AVX2,    // 256-bit vectors
+    TG_GEMM_KERNEL_AVX512,  // 512-bit vectors (AVX-512F)
+} tg_gemm_kernel;
+/* Whether this build and CPU can run `kernel` (AUTO and GENERIC: always). */
+bool tg_gemm_kernel_supported(tg_gemm_kernel kernel);
+/* Makes this thread's products run `kernel` (AUTO: the default choice),
+ * for tests that compare the variants. False, and nothing changed, when
+ * it is not supported. */
+bool tg_gemm_force_kernel(tg_gemm_kernel kernel);
+/* The variant this thread's blocked products run. */
+tg_gemm_kernel tg_gemm_kernel_in_use(void);
 
 #endif

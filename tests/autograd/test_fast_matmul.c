@@ -15,11 +15,14 @@
  */
 #include "../common.h"
 
-#include "autograd/ops/gemm.h" // tg_gemm_force_path
+#include "autograd/ops/gemm.h" // tg_gemm_force_path, tg_gemm_force_kernel
 #include "tensor/internal.h"   // tg_matmul_reference, tg_contiguous_as
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ checker */
 
@@ -453,4 +456,177 @@ TG_TEST(fast_matmul, backward_matches_reference)
             check_backward(TG_SHAPE(9, 31), TG_SHAPE(31), dtypes[t],
                            kernels[kk]);
         }
+}
+
+/* ------------------------------------------ the micro-kernel variants */
+
+/* The blocked kernel's variants (autograd/ops/gemm.h): each one the CPU
+ * supports is forced in turn. They must agree with the reference within
+ * the bound, float64 bit for bit, and with each other bit for bit. */
+static const tg_gemm_kernel variants[] = {
+    TG_GEMM_KERNEL_GENERIC,
+    TG_GEMM_KERNEL_AVX2,
+    TG_GEMM_KERNEL_AVX512,
+};
+#define N_VARIANTS (int)(sizeof variants / sizeof variants[0])
+
+/* True when x and y (contiguous) hold the same bytes; else the first
+ * differing flat index goes to report. */
+static bool same_bits(const tg_tensor *x, const tg_tensor *y, char *report,
+                      size_t report_size)
+{
+    if (x->numel != y->numel || x->dtype != y->dtype) {
+        snprintf(report, report_size, "sizes or dtypes differ");
+        return false;
+    }
+    size_t size = tg_dtype_size(x->dtype);
+    const char *px = tg_base_ptr(x), *py = tg_base_ptr(y);
+    for (int64_t i = 0; i < x->numel; i++)
+        if (memcmp(px + (size_t)i * size, py + (size_t)i * size, size) != 0) {
+            snprintf(report, report_size, "flat index %lld differs",
+                     (long long)i);
+            return false;
+        }
+    return true;
+}
+
+/* The checker can fail: one ulp off in one element is caught. */
+TG_TEST(fast_matmul, same_bits_rejects_one_ulp)
+{
+    tg_tensor *x = tg_randn(TG_SHAPE(5, 7), TG_FLOAT32);
+    tg_tensor *y = tg_add_scalar(x, 0); // a copy
+    char report[128] = "";
+    cr_assert(same_bits(x, y, report, sizeof report), "%s", report);
+    float *py = tg_data_f32(y);
+    py[30] = nextafterf(py[30], INFINITY);
+    cr_assert_not(same_bits(x, y, report, sizeof report));
+    cr_assert(strstr(report, "flat index 30") != NULL, "%s", report);
+    tg_release(x);
+    tg_release(y);
+}
+
+/* Forcing a variant takes effect on this thread and AUTO undoes it; one
+ * the CPU lacks is refused. With nothing forced, the widest supported
+ * runs. */
+TG_TEST(fast_matmul, force_kernel_switches_variants)
+{
+    /* Each test runs in a process of its own, which has not chosen yet:
+     * the default choice, whatever the caller's environment says. */
+    unsetenv(TG_GEMM_KERNEL);
+    tg_gemm_kernel widest = TG_GEMM_KERNEL_GENERIC;
+    cr_assert(tg_gemm_kernel_supported(TG_GEMM_KERNEL_GENERIC));
+    for (int v = 0; v < N_VARIANTS; v++)
+        if (tg_gemm_kernel_supported(variants[v]))
+            widest = variants[v];
+    cr_assert_eq(tg_gemm_kernel_in_use(), widest);
+    for (int v = 0; v < N_VARIANTS; v++) {
+        bool supported = tg_gemm_kernel_supported(variants[v]);
+        cr_assert_eq(tg_gemm_force_kernel(variants[v]), supported);
+        cr_assert_eq(tg_gemm_kernel_in_use(),
+                     supported ? variants[v] : TG_GEMM_KERNEL_GENERIC,
+                     "variant %d", (int)variants[v]);
+        tg_gemm_force_kernel(TG_GEMM_KERNEL_GENERIC);
+    }
+    cr_assert(tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO));
+    cr_assert_eq(tg_gemm_kernel_in_use(), widest);
+}
+
+/* TG_GEMM_KERNEL=generic picks the generic kernel, and a name that is
+ * not a variant is ignored. The choice is made once per process: each
+ * case runs in a child that has not multiplied yet. */
+static int kernel_in_child(const char *env)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv(TG_GEMM_KERNEL, env, 1);
+        _exit((int)tg_gemm_kernel_in_use());
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+TG_TEST(fast_matmul, environment_chooses_the_kernel)
+{
+    int widest = kernel_in_child("");
+    cr_assert_eq(kernel_in_child("generic"), TG_GEMM_KERNEL_GENERIC);
+    cr_assert_eq(kernel_in_child("sse9"), widest);
+    if (tg_gemm_kernel_supported(TG_GEMM_KERNEL_AVX2))
+        cr_assert_eq(kernel_in_child("avx2"), TG_GEMM_KERNEL_AVX2);
+}
+
+/* Every variant, forced to run the blocked kernel, against the
+ * reference on every shape above. */
+TG_TEST(fast_matmul, each_variant_matches_reference)
+{
+    for (int v = 0; v < N_VARIANTS; v++) {
+        if (!tg_gemm_force_kernel(variants[v]))
+            continue;
+        check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_BLOCKED);
+    }
+    tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
+}
+
+/* Awkward (m, k, n): edges of every tile (6, 8 rows; 16, 32 columns),
+ * k = 1, k across the k-blocks (128 doubles, 256 floats), n across the
+ * column block (3072), c narrower than a tile. */
+static const int64_t awkward[][3] = {
+    {1, 1, 1},     {5, 1, 70},    {9, 300, 33},  {17, 257, 65},
+    {64, 64, 64},  {100, 513, 47}, {130, 3, 200}, {33, 129, 16},
+    {13, 40, 3},   {9, 5, 3100},
+};
+#define N_AWKWARD (int)(sizeof awkward / sizeof awkward[0])
+
+/* Each variant, on 1 and 2 threads, gives the direct kernel's bits on
+ * every awkward shape, float32 and float64, each operand as is or
+ * transposed in memory. */
+TG_TEST(fast_matmul, variants_agree_bit_for_bit)
+{
+    int saved_threads = tg_get_num_threads();
+    tg_generator *g = tg_generator_new(5);
+    tg_dtype dtypes[] = {TG_FLOAT32, TG_FLOAT64};
+    tg_set_kernels(TG_KERNELS_PORTABLE);
+    for (int s = 0; s < N_AWKWARD; s++)
+        for (int t = 0; t < 2; t++) {
+            int64_t m = awkward[s][0], k = awkward[s][1], n = awkward[s][2];
+            tg_tensor *a = tg_randn_gen(g, TG_SHAPE(m, k), dtypes[t]);
+            tg_tensor *b = tg_randn_gen(g, TG_SHAPE(k, n), dtypes[t]);
+            for (int layout = 0; layout < 4; layout++) {
+                tg_tensor *ua = layout & 1 ? transposed_in_memory(a)
+                                           : tg_retain(a);
+                tg_tensor *ub = layout & 2 ? transposed_in_memory(b)
+                                           : tg_retain(b);
+                tg_gemm_force_path(TG_GEMM_DIRECT);
+                tg_tensor *want = tg_matmul(ua, ub);
+                tg_gemm_force_path(TG_GEMM_BLOCKED);
+                for (int v = 0; v < N_VARIANTS; v++) {
+                    if (!tg_gemm_force_kernel(variants[v]))
+                        continue;
+                    for (int nt = 1; nt <= 2; nt++) {
+                        tg_set_num_threads(nt);
+                        tg_tensor *got = tg_matmul(ua, ub);
+                        char report[128] = "";
+                        cr_assert(same_bits(got, want, report,
+                                            sizeof report),
+                                  "%lld x %lld x %lld, %s, layout %d, "
+                                  "variant %d, %d threads: %s",
+                                  (long long)m, (long long)k, (long long)n,
+                                  t ? "float64" : "float32", layout,
+                                  (int)variants[v], nt, report);
+                        tg_release(got);
+                    }
+                }
+                tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
+                tg_gemm_force_path(TG_GEMM_AUTO);
+                tg_set_num_threads(saved_threads);
+                tg_release(want);
+                tg_release(ua);
+                tg_release(ub);
+            }
+            tg_release(a);
+            tg_release(b);
+        }
+    tg_set_kernels(TG_KERNELS_FAST);
+    tg_generator_free(g);
 }

@@ -248,40 +248,58 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                             min64(NR, nc - j0), first);                       \
     }                                                                         \
                                                                               \
-    /* The blocked product on nt threads, with its buffers: bp for one        \
-     * KC x NC panel of b, then one MC_MAX x KC block of a per thread. */     \
+    /* One thread's share of the blocked product (all of it outside a     \
+     * parallel region, where the worksharing loops run whole): bp for    \
+     * one KC x NC panel of b, ap_all one MC_MAX x KC block of a per      \
+     * thread. */                                                         \
+    static void gemm_blocked_share_##sfx(                                  \
+        const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,  \
+        int64_t sb_j, T *c, int64_t m, int64_t k, int64_t n, T *bp,        \
+        T *ap_all, int64_t mc)                                             \
+    {                                                                     \
+        int64_t nblocks = (m + mc - 1) / mc;                              \
+        T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * KC;          \
+        for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
+            int64_t nc = min64(NC_MAX, n - jc);                           \
+            int64_t npanels = (nc + NR - 1) / NR;                         \
+            for (int64_t pc = 0; pc < k; pc += KC) {                      \
+                int64_t kc = min64(KC, k - pc);                           \
+                TG_OMP(for schedule(static))                              \
+                for (int64_t q = 0; q < npanels; q++)                     \
+                    pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,   \
+                                       sb_j, kc, nc, q, bp);              \
+                TG_OMP(for schedule(static))                              \
+                for (int64_t blk = 0; blk < nblocks; blk++) {             \
+                    int64_t ic = blk * mc, h = min64(mc, m - ic);         \
+                    pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,   \
+                                 h, kc, ap);                              \
+                    macro_##sfx(h, nc, kc, ap, bp, c + ic * n + jc, n,    \
+                                pc == 0);                                 \
+                }                                                         \
+            }                                                             \
+        }                                                                 \
+    }                                                                     \
+                                                                          \
+    /* The blocked product on nt threads. One thread enters no parallel    \
+     * region: even an inactive one (if (false)) costs the OpenMP runtime \
+     * a team, an allocation and a wake-up, as much as a (32, 32) product \
+     * itself. */                                                         \
     static void gemm_blocked_##sfx(const T *a, int64_t sa_i, int64_t sa_p,    \
                                    const T *b, int64_t sb_p, int64_t sb_j,    \
                                    T *c, int64_t m, int64_t k, int64_t n,     \
                                    int nt, T *bp, T *ap_all, int64_t mc)      \
-    {                                                                         \
-        int64_t nblocks = (m + mc - 1) / mc;                                  \
-        (void)nt; /* read by the OpenMP pragmas only */                       \
-        TG_OMP(parallel num_threads(nt) if (nt > 1))                          \
-        {                                                                     \
-            T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * KC;          \
-            for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
-                int64_t nc = min64(NC_MAX, n - jc);                           \
-                int64_t npanels = (nc + NR - 1) / NR;                         \
-                for (int64_t pc = 0; pc < k; pc += KC) {                      \
-                    int64_t kc = min64(KC, k - pc);                           \
-                    TG_OMP(for schedule(static))                              \
-                    for (int64_t q = 0; q < npanels; q++)                     \
-                        pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,   \
-                                           sb_j, kc, nc, q, bp);              \
-                    TG_OMP(for schedule(static))                              \
-                    for (int64_t blk = 0; blk < nblocks; blk++) {             \
-                        int64_t ic = blk * mc, h = min64(mc, m - ic);         \
-                        pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,   \
-                                     h, kc, ap);                              \
-                        macro_##sfx(h, nc, kc, ap, bp, c + ic * n + jc, n,    \
-                                    pc == 0);                                 \
-                    }                                                         \
-                }                                                             \
-            }                                                                 \
-        }                                                                     \
-    }                                                                         \
-                                                                              \
+    {                                                                     \
+        (void)nt; /* read by the OpenMP pragma only */                    \
+        if (nt > 1) {                                                     \
+            TG_OMP(parallel num_threads(nt))                              \
+            gemm_blocked_share_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m,  \
+                                     k, n, bp, ap_all, mc);               \
+            return;                                                       \
+        }                                                                 \
+        gemm_blocked_share_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,   \
+                                 n, bp, ap_all, mc);                      \
+    }                                                                     \
+                                                                          \
     /* The portable C kernels: direct for small products (or when the         \
      * buffers cannot be had), else blocked. */                               \
     static void gemm_portable_##sfx(const T *a, int64_t sa_i, int64_t sa_p,   \

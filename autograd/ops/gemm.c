@@ -13,8 +13,8 @@
  * blocked kernel keeps that order (a k-block's partial sums are reloaded
  * from c, never added as a separate sum), vectorises across j only, and
  * the build forbids contracting a*b+c into an FMA; so the direct kernel,
- * the blocked one, every thread count, every blocking size and every
- * target_clones variant give the same bits. For float64 that is exactly
+ * the column kernel, the blocked one, every thread count, every blocking
+ * size and every target_clones variant give the same bits. For float64 that is exactly
  * the reference's sum. For float32 the reference sums in double and
  * rounds once; the recursive float32 sum is off from the exact one by at
  * most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u) with
@@ -68,9 +68,15 @@
 /* Below this many multiply-adds the direct kernel runs, unless c is
  * narrow: packing would cost more than it saves. It also runs when a has
  * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
- * (n < NR / 2) takes the blocked kernel, whose padded tiles still beat
- * the direct kernel's short vector loops. */
+ * (n < NR / 2) takes the column kernel when it fits (below), else the
+ * blocked kernel, whose padded tiles still beat the direct kernel's short
+ * vector loops. */
 #define DIRECT_MAX_WORK 8192
+/* A narrow c (n < NR / 2) of a small product (a at most NARROW_MAX_A
+ * elements, at most NARROW_MAX_M rows) takes the column kernel: no
+ * padding, no packing but a copy of a when its columns are strided. */
+#define NARROW_MAX_A 4096
+#define NARROW_MAX_M 512
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
 
@@ -163,6 +169,45 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         }                                                                     \
     }                                                                         \
                                                                               \
+    /* The column kernel, for a narrow c: column j of c is built as        \
+     * c[:, j] = (...(0 + a[:, 0] b[0, j]) + a[:, 1] b[1, j]) + ...,        \
+     * vectorised over the rows i, with the same products added in the     \
+     * same p order as the other kernels (so the same bits); a's columns   \
+     * are first copied contiguous when they are not. The blocked kernel   \
+     * would pad each row of c to NR columns, the direct one run vector    \
+     * loops of n < NR / 2 lanes. Needs m <= NARROW_MAX_M, m k <=          \
+     * NARROW_MAX_A, n < NR / 2. */                                         \
+    TG_VECTOR_CLONES static void gemm_columns_##sfx(                       \
+        const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,  \
+        int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)      \
+    {                                                                     \
+        T at[NARROW_MAX_A];          /* a[i, p] at at[p * m + i] */        \
+        T ct[NR / 2 * NARROW_MAX_M]; /* c[i, j] at ct[j * m + i] */        \
+        const T *acol = a;                                                \
+        int64_t lda = sa_p;                                               \
+        if (sa_i != 1) {                                                  \
+            for (int64_t p = 0; p < k; p++)                               \
+                for (int64_t i = 0; i < m; i++)                           \
+                    at[p * m + i] = a[i * sa_i + p * sa_p];               \
+            acol = at;                                                    \
+            lda = m;                                                      \
+        }                                                                 \
+        for (int64_t j = 0; j < n; j++) {                                 \
+            T *restrict cj = ct + j * m;                                  \
+            for (int64_t i = 0; i < m; i++)                               \
+                cj[i] = 0;                                                \
+            for (int64_t p = 0; p < k; p++) {                             \
+                const T bpj = b[p * sb_p + j * sb_j];                     \
+                const T *restrict ap = acol + p * lda;                    \
+                for (int64_t i = 0; i < m; i++)                           \
+                    cj[i] += ap[i] * bpj;                                 \
+            }                                                             \
+        }                                                                 \
+        for (int64_t i = 0; i < m; i++)                                   \
+            for (int64_t j = 0; j < n; j++)                               \
+                c[i * n + j] = ct[j * m + i];                             \
+    }                                                                     \
+                                                                          \
     /* bp <- b[0:kc, 0:nc] as panels of NR columns: panel q holds             \
      * b[p, q*NR + j] at bp[q*kc*NR + p*NR + j], columns past nc zero. */     \
     static void pack_b_panel_##sfx(const T *b, int64_t sb_p, int64_t sb_j,    \
@@ -307,8 +352,18 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                                     T *c, int64_t m, int64_t k, int64_t n)    \
     {                                                                         \
         int64_t work = m * k * n;                                             \
-        bool direct = forced_path == TG_GEMM_DIRECT ||                        \
-                      (forced_path == TG_GEMM_AUTO &&                         \
+        bool columns_fit = n < NR / 2 && m <= NARROW_MAX_M &&                 \
+                           m * k <= NARROW_MAX_A;                             \
+        tg_gemm_path path = forced_path;                                      \
+        if (path == TG_GEMM_COLUMNS && !columns_fit)                          \
+            path = TG_GEMM_AUTO;                                              \
+        if (path == TG_GEMM_COLUMNS ||                                        \
+            (path == TG_GEMM_AUTO && columns_fit && m >= MR / 2)) {           \
+            gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);     \
+            return;                                                           \
+        }                                                                     \
+        bool direct = path == TG_GEMM_DIRECT ||                               \
+                      (path == TG_GEMM_AUTO &&                                \
                         (m < MR / 2 ||                                         \
                         (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
         if (!direct && k > 0) {                                               \

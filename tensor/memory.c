@@ -143,7 +143,7 @@ static void cache_release(void)
 
 /* ------------------------------------------------- small-block free lists */
 
-/* Blocks of at most SMALL_MAX bytes (a tensor of up to about 7 KiB of
+/* Blocks of at most SMALL_MAX bytes (a tensor of up to about 15 KiB of
  * elements with its storage and tensor headers, a view's tensor header)
  * are kept when freed, on free lists of the thread that frees them, and
  * handed out again by that thread: a training step makes and frees the
@@ -166,7 +166,7 @@ static void cache_release(void)
  * ones; a tracked tensor's header is apart from any block anyway
  * (tensor/debug.h). */
 #define SMALL_GRAIN 128
-#define SMALL_MAX 8192
+#define SMALL_MAX 16384
 #define SMALL_CLASSES (SMALL_MAX / SMALL_GRAIN)
 #define SMALL_PER_CLASS 64
 #define SMALL_MAX_TOTAL ((size_t)512 << 10)

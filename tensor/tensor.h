@@ -155,7 +155,7 @@ void tg_reset_peak_bytes(void);
 /* Freed tensors of 1 MiB or more keep their memory for the next tensor of
  * the same size (at most 8 blocks, 256 MiB), so a loop repeating one shape
  * does not hand its buffers back to the system and fault them in again on
- * every step; tensors of up to about 7 KiB, on free lists of the thread
+ * every step; tensors of up to about 15 KiB, on free lists of the thread
  * that released them. tg_empty_cache() frees what is kept (the calling
  * thread's small blocks, every thread's large ones) (as
  * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0

@@ -295,7 +295,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
                                                                               \
     /* One thread's share of the blocked product (all of it outside a     \
      * parallel region, where the worksharing loops run whole): bp for    \
-     * one KC x NC panel of b, ap_all one MC_MAX x KC block of a per      \
+     * one KC x NC panel of b, ap_all one mc x min(KC, k) block of a per \
      * thread. */                                                         \
     static void gemm_blocked_share_##sfx(                                  \
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,  \
@@ -303,7 +303,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         T *ap_all, int64_t mc)                                             \
     {                                                                     \
         int64_t nblocks = (m + mc - 1) / mc;                              \
-        T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * KC;          \
+        T *ap = ap_all + (int64_t)tg_thread_num() * mc * min64(KC, k);    \
         for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
             int64_t nc = min64(NC_MAX, n - jc);                           \
             int64_t npanels = (nc + NR - 1) / NR;                         \
@@ -375,7 +375,10 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
             int64_t mc = round_up((m + nblk - 1) / nblk, MR);                 \
             int64_t kc = min64(KC, k);                                        \
             size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), NR));        \
-            size_t na = (size_t)nt * MC_MAX * KC;                             \
+            /* a's blocks as large as this product needs, not MC_MAX x KC: \
+             * a small product's buffers then come from the thread's free   \
+             * lists rather than the shared cache's lock. */                 \
+            size_t na = (size_t)(nt * mc * kc);                               \
             size_t bytes = (nb + na) * sizeof(T);                             \
             T *buf = tg_block_alloc(bytes); /* reused when large */           \
             if (buf) {                                                        \

@@ -14,12 +14,12 @@
  * from c, never added as a separate sum), vectorises across j only, and
  * the build forbids contracting a*b+c into an FMA; so the direct kernel,
  * the column kernel, the blocked one, every thread count, every blocking
- * size and every target_clones variant give the same bits. For float64 that is exactly
- * the reference's sum. For float32 the reference sums in double and
- * rounds once; the recursive float32 sum is off from the exact one by at
- * most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u) with
- * u = 2^-24 (Higham, Accuracy and Stability, 3.1), and the reference by
- * u |c|, so
+ * size and every target_clones variant give the same bits. For float64
+ * that is exactly the reference's sum. For float32 the reference sums in
+ * double and rounds once; the recursive float32 sum is off from the exact
+ * one by at most gamma_k * sum_p |a[i,p] b[p,j]|, gamma_k = k u / (1 - k u)
+ * with u = 2^-24 (Higham, Accuracy and Stability, 3.1), and the reference
+ * by u |c|, so
  *     |fast - reference| <= (k + 2) u (|a| @ |b|)[i, j]
  * while k u < 1/2, which is the tolerance the tests use. OpenBLAS sums in
  * its own order with FMAs; the same bound holds for it (an FMA rounds
@@ -76,6 +76,9 @@
  * elements, at most NARROW_MAX_M rows) takes the column kernel: no
  * padding, no packing but a copy of a when its columns are strided. */
 #define NARROW_MAX_A 4096
+/* The direct kernel copies a b of at most this many elements whose rows
+ * are strided into a row-major buffer on the stack. */
+#define DIRECT_COPY_MAX_B 4096
 #define NARROW_MAX_M 512
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
@@ -152,6 +155,17 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
+        /* b's rows strided (b = W^T in Linear's x @ W^T) make the j loop  \
+         * scalar; a small b is first copied row-major. */                  \
+        T bc[DIRECT_COPY_MAX_B];                                              \
+        if (sb_j != 1 && k * n <= DIRECT_COPY_MAX_B && m > 1) {               \
+            for (int64_t p = 0; p < k; p++)                                   \
+                for (int64_t j = 0; j < n; j++)                               \
+                    bc[p * n + j] = b[p * sb_p + j * sb_j];                   \
+            b = bc;                                                           \
+            sb_p = n;                                                         \
+            sb_j = 1;                                                         \
+        }                                                                     \
         for (int64_t i = 0; i < m; i++) {                                     \
             T *restrict ci = c + i * n;                                       \
             for (int64_t j = 0; j < n; j++)                                   \

@@ -10,6 +10,8 @@
  * columns strided, and on the automatic path as well as forced. The
  * checker (same_bits) is fed a result with one bit flipped and must reject
  * it; a product that does not fit the kernel (n too wide) falls back.
+ * Also here: the direct kernel's copy of a small b whose rows are strided
+ * (Linear's x @ W^T) keeps its bits equal to the blocked kernel's.
  */
 #include "../common.h"
 
@@ -66,13 +68,25 @@ static void product(tg_gemm_path path, bool f64, const void *a, const void *b,
     tg_gemm_force_path(TG_GEMM_AUTO);
 }
 
+static void check_paths_on(const int64_t (*shapes)[3], size_t nshapes,
+                           tg_gemm_path base, tg_gemm_path path,
+                           const char *name);
+
 static void check_paths(tg_gemm_path path, const char *name)
+{
+    check_paths_on(shapes, sizeof shapes / sizeof shapes[0], TG_GEMM_DIRECT,
+                   path, name);
+}
+
+static void check_paths_on(const int64_t (*shapes)[3], size_t nshapes,
+                           tg_gemm_path base, tg_gemm_path path,
+                           const char *name)
 {
     static float af[MAXE], bf[MAXE], cf[2][MAXE];
     static double ad[MAXE], bd[MAXE], cd[2][MAXE];
     fill(af, ad, MAXE, 1);
     fill(bf, bd, MAXE, 2);
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    for (size_t s = 0; s < nshapes; s++) {
         int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
         for (int f64 = 0; f64 < 2; f64++)
             for (int layout = 0; layout < 4; layout++) {
@@ -83,11 +97,11 @@ static void check_paths(tg_gemm_path path, const char *name)
                 size_t bytes = (size_t)(m * n) * (f64 ? 8 : 4);
                 memset(c0, 0x7f, bytes);
                 memset(c1, 0x55, bytes); // differs from c0 until written
-                product(TG_GEMM_DIRECT, f64, a, b, c0, m, k, n, layout);
+                product(base, f64, a, b, c0, m, k, n, layout);
                 product(path, f64, a, b, c1, m, k, n, layout);
                 cr_assert(same_bits(c0, c1, bytes),
-                          "%s and direct differ on (%lld, %lld, %lld), %s, "
-                          "layout %d",
+                          "%s and the base path differ on (%lld, %lld, "
+                          "%lld), %s, layout %d",
                           name, (long long)m, (long long)k, (long long)n,
                           f64 ? "float64" : "float32", layout);
             }
@@ -115,4 +129,13 @@ TG_TEST(gemm_columns, too_wide_falls_back)
     product(TG_GEMM_DIRECT, false, a, b, c0, 32, 32, 16, 0);
     product(TG_GEMM_COLUMNS, false, a, b, c1, 32, 32, 16, 0);
     cr_assert(same_bits(c0, c1, sizeof c0));
+}
+
+TG_TEST(gemm_columns, direct_with_copied_b_agrees_with_blocked)
+{
+    static const int64_t wide[][3] = {
+        {32, 2, 32}, {32, 32, 32}, {5, 7, 9}, {64, 64, 64}, {2, 3, 16},
+    };
+    check_paths_on(wide, sizeof wide / sizeof wide[0], TG_GEMM_BLOCKED,
+                   TG_GEMM_DIRECT, "the direct kernel");
 }

@@ -33,6 +33,7 @@
 #include "tape.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,21 @@ static void node_release_saved(tg_node *n)
         n->freed = true;
 }
 
+
+/* The bytes of a node's one allocation (tg_node_new): the node, its
+ * ctx_bytes of op parameters, then its edges. node_bytes reads them back
+ * from a node, for tg_block_free. */
+static size_t node_bytes_for(size_t ctx_bytes, size_t edges)
+{
+    return offsetof(tg_node, ctx) + ctx_bytes + edges;
+}
+
+static size_t node_bytes(const tg_node *n)
+{
+    size_t ctx_bytes = (size_t)((const char *)n->inputs -
+                                (const char *)n->ctx);
+    return node_bytes_for(ctx_bytes, (size_t)n->ninputs * sizeof(tg_edge));
+}
 /* Drops a node's saved tensors and links (its inputs may die with it). */
 static void node_empty(tg_node *n)
 {
@@ -173,7 +189,7 @@ void tg_node_unref(tg_node *n)
                 the_tape.last = d->prev;
             the_tape.size--;
         }
-        free(d);
+        tg_block_free(d, node_bytes(d));
     }
     the_tape.freeing = false;
 }
@@ -240,7 +256,12 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
     size_t ctx_bytes = ctx_size > SIZE_MAX - align - sizeof(tg_node) - edges
                            ? SIZE_MAX - sizeof(tg_node) - edges
                            : (ctx_size + align - 1) / align * align;
-    tg_node *n = tg_calloc(1, sizeof *n + ctx_bytes + edges);
+    /* From the thread's small-block free lists when it is small (most
+     * are): a training step records the same few dozen nodes each time. */
+    size_t bytes = node_bytes_for(ctx_bytes, edges);
+    tg_node *n = tg_block_alloc(bytes);
+    if (n)
+        memset(n, 0, bytes);
     if (!n) {
         tg_error(name, "out of memory recording the op on the tape");
         return NULL;
@@ -886,7 +907,8 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
      * node, in that order, before any gradient moves. */
     uint64_t walk = ++the_tape.walks;
     int64_t nmarked = 0, cap = 64;
-    tg_node **marked = tg_malloc((size_t)cap * sizeof *marked);
+    /* A small list comes from the thread's free lists, as the nodes. */
+    tg_node **marked = tg_block_alloc((size_t)cap * sizeof *marked);
     if (!marked) {
         tg_release(g);
         tg_error("tg_backward", "out of memory");
@@ -903,8 +925,13 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
             if (!in || in->mark == walk)
                 continue;
             if (nmarked == cap) {
-                tg_node **more = tg_realloc(marked, (size_t)(cap *= 2) *
-                                                     sizeof *marked);
+                tg_node **more = tg_block_alloc((size_t)cap * 2 *
+                                                sizeof *marked);
+                if (more) {
+                    memcpy(more, marked, (size_t)cap * sizeof *marked);
+                    tg_block_free(marked, (size_t)cap * sizeof *marked);
+                    cap *= 2;
+                }
                 if (!more) {
                     tg_error("tg_backward",
                              "out of memory after listing %lld ops of the "
@@ -951,7 +978,7 @@ release:
     }
     for (int64_t k = 0; k < nmarked; k++)
         tg_node_unref(marked[k]);
-    free(marked);
+    tg_block_free(marked, (size_t)cap * sizeof *marked);
     tg_release(g);
 out:
     tg_no_grad_end();

@@ -51,10 +51,12 @@ void *tg_malloc(size_t size);
 void *tg_calloc(size_t count, size_t size);
 void *tg_realloc(void *p, size_t size);
 void *tg_aligned_alloc(size_t alignment, size_t size);
-/* For tensor blocks: tg_malloc, but a freed block of 1 MiB or more may be
- * kept and returned for the next request of the same size
- * (tg_empty_cache() in tensor.h). tg_block_free takes the size the block
- * was asked with. */
+/* For tensor blocks, view headers and tape nodes: tg_malloc, but a freed
+ * block of at most 16 KiB is kept on the freeing thread's free lists and
+ * one of 64 KiB or more in a shared cache, and returned for a later
+ * request of its size (tensor/memory.c; tg_empty_cache() in tensor.h).
+ * tg_block_free takes the size the block was asked with; a block from
+ * tg_block_alloc goes back through tg_block_free, never free(). */
 void *tg_block_alloc(size_t size);
 void tg_block_free(void *block, size_t size);
 

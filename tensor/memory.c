@@ -10,54 +10,42 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Allocations left before the hook fails them; < 0: hook off. */
-static _Thread_local int64_t allocations_left = -1;
-/* Allocations the hook failed since it was last set. */
-static _Thread_local int64_t allocations_failed;
-
-int64_t tg_fail_allocations_after(int64_t n)
-{
-    int64_t failed = allocations_failed;
-    allocations_left = n < 0 ? -1 : n;
-    allocations_failed = 0;
-    return failed;
-}
+/* What the library's allocation functions keep per thread, in one
+ * thread-local variable: a shared library reaches each of its own through
+ * a call (__tls_get_addr), so a function takes its address once. */
+typedef struct thread_memory thread_memory;
+static thread_memory *this_thread(void);
 
 /* True when the hook says this allocation must fail. */
-static bool injected_failure(void)
-{
-    if (allocations_left < 0)
-        return false;
-    if (allocations_left > 0) {
-        allocations_left--;
-        return false;
-    }
-    allocations_failed++;
-    return true;
-}
+static bool injected_failure(thread_memory *m);
+
+/* injected_failure() for a request that will reach the system allocator:
+ * counts it when it does. */
+static bool refused(thread_memory *m);
 
 void *tg_malloc(size_t size)
 {
-    return injected_failure() ? NULL : malloc(size);
+    return refused(this_thread()) ? NULL : malloc(size);
 }
 
 void *tg_calloc(size_t count, size_t size)
 {
-    return injected_failure() ? NULL : calloc(count, size);
+    return refused(this_thread()) ? NULL : calloc(count, size);
 }
 
 void *tg_realloc(void *p, size_t size)
 {
-    return injected_failure() ? NULL : realloc(p, size);
+    return refused(this_thread()) ? NULL : realloc(p, size);
 }
 
 void *tg_aligned_alloc(size_t alignment, size_t size)
 {
-    return injected_failure() ? NULL : aligned_alloc(alignment, size);
+    return refused(this_thread()) ? NULL : aligned_alloc(alignment, size);
 }
 
 /* ------------------------------------------------------- block cache */
@@ -153,10 +141,170 @@ static void cache_release(void)
     atomic_flag_clear_explicit(&cache_lock, memory_order_release);
 }
 
+/* ------------------------------------------------- small-block free lists */
+
+/* Blocks of at most SMALL_MAX bytes (a tensor of up to about 15 KiB of
+ * elements with its storage and tensor headers, a view's tensor header)
+ * are kept when freed, on free lists of the thread that frees them, and
+ * handed out again by that thread: a training step makes and frees the
+ * same few dozen small tensors on every step, and with the lists it calls
+ * neither malloc nor free for them (tg_system_allocations() counts the
+ * calls that remain). A request is rounded up to a multiple of
+ * SMALL_GRAIN, its class; each class keeps at most SMALL_PER_CLASS blocks
+ * and a thread SMALL_MAX_TOTAL bytes in all, so a program that once had
+ * thousands of small tensors alive gives the rest back to malloc.
+ *
+ * Per thread, so the lists take no lock and no atomic. A block freed on
+ * another thread than the one that made it joins the freeing thread's
+ * lists (malloc'ed memory belongs to no thread). When a thread ends, its
+ * lists are freed (a pthread key's destructor), and the thread that runs
+ * the exit handlers frees its own (atexit), so valgrind finds nothing
+ * "still reachable". The lists are off when the other cache is
+ * (TG_BLOCK_CACHE=0, sanitizer builds: there a freed block must stay
+ * freed for a use after free to be reported) and in the debug mode
+ * (TG_DEBUG=1), whose released tensors must never share memory with new
+ * ones; a tracked tensor's header is apart from any block anyway
+ * (tensor/debug.h). */
+#define SMALL_GRAIN 128
+#define SMALL_MAX 16384
+#define SMALL_CLASSES (SMALL_MAX / SMALL_GRAIN)
+#define SMALL_PER_CLASS 64
+#define SMALL_MAX_TOTAL ((size_t)512 << 10)
+
+typedef struct small_block {
+    struct small_block *next;
+} small_block;
+
+typedef struct small_lists {
+    small_block *head[SMALL_CLASSES]; // class c: blocks of (c+1)*GRAIN bytes
+    int count[SMALL_CLASSES];
+    size_t total; // bytes kept
+    bool registered; // the thread-exit destructor knows these lists
+    bool closed;     // freed at exit: keep nothing more
+} small_lists;
+
+struct thread_memory {
+    int64_t allocations_left;   // before the hook fails them; < 0: hook off
+    int64_t allocations_failed; // by the hook since it was last set
+    int64_t system_allocations; // tg_system_allocations
+    small_lists small;
+};
+
+static _Thread_local thread_memory memory = {.allocations_left = -1};
+
+static thread_memory *this_thread(void)
+{
+    return &memory;
+}
+
+int64_t tg_fail_allocations_after(int64_t n)
+{
+    thread_memory *m = this_thread();
+    int64_t failed = m->allocations_failed;
+    m->allocations_left = n < 0 ? -1 : n;
+    m->allocations_failed = 0;
+    return failed;
+}
+
+int64_t tg_system_allocations(void)
+{
+    return this_thread()->system_allocations;
+}
+
+static bool injected_failure(thread_memory *m)
+{
+    if (m->allocations_left < 0)
+        return false;
+    if (m->allocations_left > 0) {
+        m->allocations_left--;
+        return false;
+    }
+    m->allocations_failed++;
+    return true;
+}
+
+static bool refused(thread_memory *m)
+{
+    if (injected_failure(m))
+        return true;
+    m->system_allocations++;
+    return false;
+}
+
+/* The class of a request, or -1 when it is not small. */
+static int small_class(size_t size)
+{
+    return size > 0 && size <= SMALL_MAX
+               ? (int)((size + SMALL_GRAIN - 1) / SMALL_GRAIN) - 1
+               : -1;
+}
+
+static void small_drain(small_lists *l)
+{
+    for (int c = 0; c < SMALL_CLASSES; c++) {
+        while (l->head[c]) {
+            small_block *b = l->head[c];
+            l->head[c] = b->next;
+            free(b);
+        }
+        l->count[c] = 0;
+    }
+    l->total = 0;
+}
+
+static pthread_key_t small_key;
+static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+static bool small_key_made;
+
+/* A thread ends: its lists go (glibc runs the destructor again if a
+ * later destructor frees a block into them). */
+static void small_thread_exit(void *lists)
+{
+    small_drain(lists);
+    ((small_lists *)lists)->registered = false;
+}
+
+/* The program ends: the exiting thread's lists go, and it keeps no more. */
+static void small_process_exit(void)
+{
+    small_lists *l = &this_thread()->small;
+    l->closed = true;
+    small_drain(l);
+}
+
+static void small_setup(void)
+{
+    small_key_made = pthread_key_create(&small_key, small_thread_exit) == 0;
+    atexit(small_process_exit);
+}
+
+/* Whether freed small blocks are kept now. Whatever it says, a small
+ * block is always allocated at its class's full size (when the lists are
+ * built in at all), so that one freed while the lists were off and kept
+ * after they came back on is as large as any request of its class. */
+static bool small_on(const small_lists *l)
+{
+    return CACHE_ON && !l->closed && cache_on() && !tg_debug_enabled();
+}
+
 void *tg_block_alloc(size_t size)
 {
-    if (injected_failure())
+    thread_memory *m = this_thread();
+    if (injected_failure(m))
         return NULL;
+    int c = CACHE_ON ? small_class(size) : -1;
+    if (c >= 0) {
+        small_lists *l = &m->small;
+        small_block *b = l->head[c];
+        if (b) {
+            l->head[c] = b->next;
+            l->count[c]--;
+            l->total -= (size_t)(c + 1) * SMALL_GRAIN;
+            return b;
+        }
+        m->system_allocations++;
+        return malloc((size_t)(c + 1) * SMALL_GRAIN);
+    }
     block_pool *pool = pool_for(size);
     if (pool && cache_on()) {
         void *block = NULL;
@@ -171,11 +319,40 @@ void *tg_block_alloc(size_t size)
         if (block)
             return block;
     }
+    m->system_allocations++;
     return malloc(size);
+}
+
+/* Keeps a small block of class c on this thread's lists, or says no. */
+static bool small_keep(void *block, int c)
+{
+    small_lists *l = &this_thread()->small;
+    size_t bytes = (size_t)(c + 1) * SMALL_GRAIN;
+    if (l->count[c] >= SMALL_PER_CLASS ||
+        l->total + bytes > SMALL_MAX_TOTAL || !small_on(l))
+        return false;
+    if (!l->registered) {
+        pthread_once(&small_once, small_setup);
+        if (!small_key_made || pthread_setspecific(small_key, l) != 0)
+            return false; // nothing would free the lists at thread exit
+        l->registered = true;
+    }
+    small_block *b = block;
+    b->next = l->head[c];
+    l->head[c] = b;
+    l->count[c]++;
+    l->total += bytes;
+    return true;
 }
 
 void tg_block_free(void *block, size_t size)
 {
+    int c = CACHE_ON ? small_class(size) : -1;
+    if (c >= 0) {
+        if (!block || !small_keep(block, c))
+            free(block);
+        return;
+    }
     block_pool *pool = pool_for(size);
     if (block && pool && cache_on()) {
         /* The newest block stays: a loop that moved on to other shapes
@@ -218,6 +395,7 @@ void tg_block_free(void *block, size_t size)
 
 void tg_empty_cache(void)
 {
+    small_drain(&this_thread()->small); // this thread's small blocks
     enum { ALL = CACHE_SLOTS + MID_SLOTS };
     void *kept[ALL];
     int n = 0;

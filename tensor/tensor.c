@@ -141,7 +141,7 @@ static tg_tensor *tensor_shell(tg_dtype dtype, const int64_t *shape,
             tensor_init(t, dtype, shape, ndim, t->debug);
         return t;
     }
-    tg_tensor *t = tg_malloc(sizeof *t);
+    tg_tensor *t = tg_block_alloc(sizeof *t); // the thread's free lists
     if (t)
         tensor_init(t, dtype, shape, ndim, NULL);
     return t;
@@ -316,7 +316,7 @@ void tg_release_at(tg_tensor *t, const char *file, int line,
         return;
     }
     storage_release(t->storage);
-    free(t);
+    tg_block_free(t, sizeof *t);
 }
 
 /* ------------------------------------------------------------------ create */

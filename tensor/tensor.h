@@ -156,7 +156,9 @@ void tg_reset_peak_bytes(void);
  * the same size (1 MiB and more: at most 8 blocks, 256 MiB; 64 KiB to
  * 1 MiB: at most 64 blocks, 16 MiB), so a loop repeating one shape
  * does not hand its buffers back to the system and fault them in again on
- * every step. tg_empty_cache() frees what is kept (as
+ * every step; tensors of up to about 15 KiB, on free lists of the thread
+ * that released them. tg_empty_cache() frees what is kept (the calling
+ * thread's small blocks, every thread's large ones) (as
  * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0
  * in the environment keeps nothing (the valgrind test setup sets it, so a
  * use after free of a large tensor is still caught). */
@@ -169,6 +171,13 @@ void tg_empty_cache(void);
  * allocations the previous setting made fail, so a test can sweep n = 0,
  * 1, 2, ... until an operation completes with nothing failed. */
 int64_t tg_fail_allocations_after(int64_t n);
+
+/* Calls the calling thread has made to the system allocator (malloc,
+ * calloc, realloc, aligned_alloc) for the library since it started, for
+ * tests and benchmarks: a training loop in its steady state makes none
+ * for its small tensors, which the thread's free lists hand back (see
+ * "Memory" in docs/tensor.md). Other threads' calls are not counted. */
+int64_t tg_system_allocations(void);
 
 /* Test hook for file-system failures: on the calling thread, every step of
  * saving (tg_save_npy, tg_module_save) first calls hook(step, path, &nbytes,

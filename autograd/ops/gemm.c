@@ -17,8 +17,9 @@
  * contract one, and no micro-kernel asks for one (an FMA rounds once, so
  * a kernel with FMAs would give other bits than one without, and a CPU
  * without FMA would need the slow software fma). So the direct kernel,
- * the blocked one, every micro-kernel variant (generic, AVX2, AVX-512:
- * each tile shape only decides which c[i, j] are computed together),
+ * the column kernel, the blocked one, every micro-kernel variant
+ * (generic, AVX2, AVX-512: each tile shape only decides which c[i, j]
+ * are computed together),
  * every thread count, every blocking size and every target_clones
  * variant give the same bits, on every x86-64 CPU. For float64 that is
  * exactly the reference's sum. For float32 the reference sums in double and
@@ -99,9 +100,18 @@
 /* Below this many multiply-adds the direct kernel runs, unless c is
  * narrow: packing would cost more than it saves. It also runs when a has
  * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
- * (n < NR / 2) takes the blocked kernel, whose padded tiles still beat
- * the direct kernel's short vector loops. */
+ * (n < NR / 2) takes the column kernel when it fits (below), else the
+ * blocked kernel, whose padded tiles still beat the direct kernel's short
+ * vector loops. */
 #define DIRECT_MAX_WORK 8192
+/* A narrow c (n < NR / 2) of a small product (a at most NARROW_MAX_A
+ * elements, at most NARROW_MAX_M rows) takes the column kernel: no
+ * padding, no packing but a copy of a when its columns are strided. */
+#define NARROW_MAX_A 4096
+/* The direct kernel copies a b of at most this many elements whose rows
+ * are strided into a row-major buffer on the stack. */
+#define DIRECT_COPY_MAX_B 4096
+#define NARROW_MAX_M 512
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
 
@@ -349,8 +359,8 @@ TG_GEMM_VARIANT(f64, double)
     {name##_mr, name##_nr, name##_kc, name##_macro}
 #define GEMM_X86_VARIANTS(sfx)                                               \
     case TG_GEMM_KERNEL_AVX512:                                              \
-        return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);           \
-    case TG_GEMM_KERNEL_AVX2:                                                \
+        return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);            \
+    case TG_GEMM_KERNEL_AVX2:                                                 \
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx2_##sfx);
 #else
 #define GEMM_X86_VARIANTS(sfx)
@@ -358,15 +368,26 @@ TG_GEMM_VARIANT(f64, double)
 
 /* The kernels, once per type: T the element type, NR its tile width, KC
  * its k-block, BLAS_GEMM its cblas routine. */
-#define TG_GEMM_KERNELS(sfx, T, NR, KC, BLAS_GEMM)                           \
+#define TG_GEMM_KERNELS(sfx, T, NR, KC, BLAS_GEMM)                            \
                                                                               \
     /* c (m, n) = a @ b without packing: row i of c is built as               \
      * sum_p a[i, p] * b[p, :] in place, a row of c and of b at a time        \
      * (unit stride vectorises across j). */                                  \
-    TG_VECTOR_CLONES static void gemm_direct_##sfx(                                \
+    TG_VECTOR_CLONES static void gemm_direct_##sfx(                           \
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
+        /* b's rows strided (b = W^T in Linear's x @ W^T) make the j loop     \
+         * scalar; a small b is first copied row-major. */                    \
+        T bc[DIRECT_COPY_MAX_B];                                              \
+        if (sb_j != 1 && k * n <= DIRECT_COPY_MAX_B && m > 1) {               \
+            for (int64_t p = 0; p < k; p++)                                   \
+                for (int64_t j = 0; j < n; j++)                               \
+                    bc[p * n + j] = b[p * sb_p + j * sb_j];                   \
+            b = bc;                                                           \
+            sb_p = n;                                                         \
+            sb_j = 1;                                                         \
+        }                                                                     \
         for (int64_t i = 0; i < m; i++) {                                     \
             T *restrict ci = c + i * n;                                       \
             for (int64_t j = 0; j < n; j++)                                   \
@@ -382,6 +403,45 @@ TG_GEMM_VARIANT(f64, double)
                         ci[j] += aip * bp[j * sb_j];                          \
             }                                                                 \
         }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The column kernel, for a narrow c: column j of c is built as           \
+     * c[:, j] = (...(0 + a[:, 0] b[0, j]) + a[:, 1] b[1, j]) + ...,          \
+     * vectorised over the rows i, with the same products added in the        \
+     * same p order as the other kernels (so the same bits); a's columns      \
+     * are first copied contiguous when they are not. The blocked kernel      \
+     * would pad each row of c to NR columns, the direct one run vector       \
+     * loops of n < NR / 2 lanes. Needs m <= NARROW_MAX_M, m k <=             \
+     * NARROW_MAX_A, n < NR / 2. */                                           \
+    TG_VECTOR_CLONES static void gemm_columns_##sfx(                          \
+        const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
+        int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
+    {                                                                         \
+        T at[NARROW_MAX_A];          /* a[i, p] at at[p * m + i] */           \
+        T ct[NR / 2 * NARROW_MAX_M]; /* c[i, j] at ct[j * m + i] */           \
+        const T *acol = a;                                                    \
+        int64_t lda = sa_p;                                                   \
+        if (sa_i != 1) {                                                      \
+            for (int64_t p = 0; p < k; p++)                                   \
+                for (int64_t i = 0; i < m; i++)                               \
+                    at[p * m + i] = a[i * sa_i + p * sa_p];                   \
+            acol = at;                                                        \
+            lda = m;                                                          \
+        }                                                                     \
+        for (int64_t j = 0; j < n; j++) {                                     \
+            T *restrict cj = ct + j * m;                                      \
+            for (int64_t i = 0; i < m; i++)                                   \
+                cj[i] = 0;                                                    \
+            for (int64_t p = 0; p < k; p++) {                                 \
+                const T bpj = b[p * sb_p + j * sb_j];                         \
+                const T *restrict ap = acol + p * lda;                        \
+                for (int64_t i = 0; i < m; i++)                               \
+                    cj[i] += ap[i] * bpj;                                     \
+            }                                                                 \
+        }                                                                     \
+        for (int64_t i = 0; i < m; i++)                                       \
+            for (int64_t j = 0; j < n; j++)                                   \
+                c[i * n + j] = ct[j * m + i];                                 \
     }                                                                         \
                                                                               \
     /* bp <- b[0:kc, 0:nc] as panels of nr columns: panel q holds             \
@@ -458,9 +518,9 @@ TG_GEMM_VARIANT(f64, double)
     }                                                                         \
                                                                               \
     /* c[0:mc, 0:nc] (+)= the packed a block times the packed b panel. */     \
-    TG_VECTOR_CLONES static void macro_##sfx(int64_t mc, int64_t nc, int64_t kc,   \
-                                        const T *ap, const T *bp, T *c,       \
-                                        int64_t ldc, bool first)              \
+    TG_VECTOR_CLONES static void macro_##sfx(                                 \
+        int64_t mc, int64_t nc, int64_t kc, const T *ap, const T *bp, T *c,   \
+        int64_t ldc, bool first)                                              \
     {                                                                         \
         for (int64_t j0 = 0; j0 < nc; j0 += NR)                               \
             for (int64_t i0 = 0; i0 < mc; i0 += MR)                           \
@@ -469,7 +529,7 @@ TG_GEMM_VARIANT(f64, double)
                             min64(NR, nc - j0), first);                       \
     }                                                                         \
                                                                               \
-    /* The micro-kernel variant for a product with n columns (see the       \
+    /* The micro-kernel variant for a product with n columns (see the         \
      * top): a c narrower than the generic tile runs the generic kernel,      \
      * whose narrower tile wastes less on padding, unless a test forced a     \
      * variant. */                                                            \
@@ -485,40 +545,56 @@ TG_GEMM_VARIANT(f64, double)
         }                                                                     \
     }                                                                         \
                                                                               \
-    /* The blocked product on nt threads with variant v, and its buffers:     \
-     * bp for one kc x NC panel of b, then one MC_MAX x kc block of a per     \
-     * thread. */                                                             \
+    /* One thread's share of the blocked product (all of it outside a         \
+     * parallel region, where the worksharing loops run whole): bp for        \
+     * one kc x NC panel of b, ap_all one mc x min(kc, k) block of a per      \
+     * thread; v the micro-kernel variant. */                                 \
+    static void gemm_blocked_share_##sfx(                                     \
+        const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
+        int64_t sb_j, T *c, int64_t m, int64_t k, int64_t n,                  \
+        const gemm_variant_##sfx *v, T *bp, T *ap_all, int64_t mc)            \
+    {                                                                         \
+        int64_t nblocks = (m + mc - 1) / mc;                                  \
+        T *ap = ap_all + (int64_t)tg_thread_num() * mc * min64(v->kc, k);     \
+        for (int64_t jc = 0; jc < n; jc += NC_MAX) {                          \
+            int64_t nc = min64(NC_MAX, n - jc);                               \
+            int64_t npanels = (nc + v->nr - 1) / v->nr;                       \
+            for (int64_t pc = 0; pc < k; pc += v->kc) {                       \
+                int64_t kc = min64(v->kc, k - pc);                            \
+                TG_OMP(for schedule(static))                                  \
+                for (int64_t q = 0; q < npanels; q++)                         \
+                    pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,       \
+                                       sb_j, kc, nc, v->nr, q, bp);           \
+                TG_OMP(for schedule(static))                                  \
+                for (int64_t blk = 0; blk < nblocks; blk++) {                 \
+                    int64_t ic = blk * mc, h = min64(mc, m - ic);             \
+                    pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,       \
+                                 h, kc, v->mr, ap);                           \
+                    v->macro(h, nc, kc, ap, bp, c + ic * n + jc, n, pc == 0); \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The blocked product on nt threads. One thread enters no parallel       \
+     * region: even an inactive one (if (false)) costs the OpenMP runtime     \
+     * a team, an allocation and a wake-up, as much as a (32, 32) product     \
+     * itself. */                                                             \
     static void gemm_blocked_##sfx(const T *a, int64_t sa_i, int64_t sa_p,    \
                                    const T *b, int64_t sb_p, int64_t sb_j,    \
                                    T *c, int64_t m, int64_t k, int64_t n,     \
                                    const gemm_variant_##sfx *v, int nt,       \
                                    T *bp, T *ap_all, int64_t mc)              \
     {                                                                         \
-        int64_t nblocks = (m + mc - 1) / mc;                                  \
-        (void)nt; /* read by the OpenMP pragmas only */                       \
-        TG_OMP(parallel num_threads(nt) if (nt > 1))                          \
-        {                                                                     \
-            T *ap = ap_all + (int64_t)tg_thread_num() * MC_MAX * v->kc;       \
-            for (int64_t jc = 0; jc < n; jc += NC_MAX) {                      \
-                int64_t nc = min64(NC_MAX, n - jc);                           \
-                int64_t npanels = (nc + v->nr - 1) / v->nr;                   \
-                for (int64_t pc = 0; pc < k; pc += v->kc) {                   \
-                    int64_t kc = min64(v->kc, k - pc);                        \
-                    TG_OMP(for schedule(static))                              \
-                    for (int64_t q = 0; q < npanels; q++)                     \
-                        pack_b_panel_##sfx(b + pc * sb_p + jc * sb_j, sb_p,   \
-                                           sb_j, kc, nc, v->nr, q, bp);       \
-                    TG_OMP(for schedule(static))                              \
-                    for (int64_t blk = 0; blk < nblocks; blk++) {             \
-                        int64_t ic = blk * mc, h = min64(mc, m - ic);         \
-                        pack_a_##sfx(a + ic * sa_i + pc * sa_p, sa_i, sa_p,   \
-                                     h, kc, v->mr, ap);                       \
-                        v->macro(h, nc, kc, ap, bp, c + ic * n + jc, n,       \
-                                 pc == 0);                                    \
-                    }                                                         \
-                }                                                             \
-            }                                                                 \
+        (void)nt; /* read by the OpenMP pragma only */                        \
+        if (nt > 1) {                                                         \
+            TG_OMP(parallel num_threads(nt))                                  \
+            gemm_blocked_share_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m,      \
+                                     k, n, v, bp, ap_all, mc);                \
+            return;                                                           \
         }                                                                     \
+        gemm_blocked_share_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,       \
+                                 n, v, bp, ap_all, mc);                       \
     }                                                                         \
                                                                               \
     /* The portable C kernels: direct for small products (or when the         \
@@ -528,9 +604,19 @@ TG_GEMM_VARIANT(f64, double)
                                     T *c, int64_t m, int64_t k, int64_t n)    \
     {                                                                         \
         int64_t work = m * k * n;                                             \
-        bool direct = forced_path == TG_GEMM_DIRECT ||                        \
-                      (forced_path == TG_GEMM_AUTO &&                         \
-                       (m < MR / 2 ||                                         \
+        bool columns_fit = n < NR / 2 && m <= NARROW_MAX_M &&                 \
+                           m * k <= NARROW_MAX_A;                             \
+        tg_gemm_path path = forced_path;                                      \
+        if (path == TG_GEMM_COLUMNS && !columns_fit)                          \
+            path = TG_GEMM_AUTO;                                              \
+        if (path == TG_GEMM_COLUMNS ||                                        \
+            (path == TG_GEMM_AUTO && columns_fit && m >= MR / 2)) {           \
+            gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);     \
+            return;                                                           \
+        }                                                                     \
+        bool direct = path == TG_GEMM_DIRECT ||                               \
+                      (path == TG_GEMM_AUTO &&                                \
+                        (m < MR / 2 ||                                        \
                         (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
         if (!direct && k > 0) {                                               \
             gemm_variant_##sfx v = variant_##sfx(n);                          \
@@ -542,7 +628,10 @@ TG_GEMM_VARIANT(f64, double)
             int64_t mc = round_up((m + nblk - 1) / nblk, v.mr);               \
             int64_t kc = min64(v.kc, k);                                      \
             size_t nb = (size_t)(kc * round_up(min64(n, NC_MAX), v.nr));      \
-            size_t na = (size_t)(nt * MC_MAX * v.kc);                         \
+            /* a's blocks as large as this product needs, not MC_MAX x kc:    \
+             * a small product's buffers then come from the thread's free     \
+             * lists rather than the shared cache's lock. */                  \
+            size_t na = (size_t)(nt * mc * kc);                               \
             /* Panels start on a cache line: a vector load of b that          \
              * straddled two lines would cost two. */                         \
             size_t bytes = (nb + na) * sizeof(T) + GEMM_ALIGN;                \

@@ -33,6 +33,7 @@ typedef enum tg_gemm_path {
     TG_GEMM_AUTO,
     TG_GEMM_DIRECT,  // no packing: row i of c built as sum_p a[i, p] b[p, :]
     TG_GEMM_BLOCKED, // packed panels, register tiles, threads
+    TG_GEMM_COLUMNS, // a narrow c, column by column (when it fits; else AUTO)
 } tg_gemm_path;
 void tg_gemm_force_path(tg_gemm_path path);
 

@@ -197,6 +197,7 @@ NEVER_FAILS(tg_reset_peak_bytes, "stores a count");
 NEVER_FAILS(tg_empty_cache, "frees what it keeps");
 NEVER_FAILS(tg_fail_allocations_after,
             "any n is a setting (n < 0 switches the hook off)");
+NEVER_FAILS(tg_system_allocations, "returns a count");
 NEVER_FAILS(tg_set_io_hook, "installs the hook it is given (NULL: none)");
 
 /* ---- memory mistakes shown ---- */

@@ -42,6 +42,23 @@ def cpu_seconds(pid):
     return total * 1e-9
 
 
+def is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def numpy_python():
+    """The interpreter that has NumPy (and Debian's torch):
+    scripts/find-python.sh's answer, else this one."""
+    r = subprocess.run(["sh", os.path.join(HERE, "..", "scripts",
+                                           "find-python.sh")],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else sys.executable
+
+
 class Contender:
     def __init__(self, name, argv, env):
         self.name = name
@@ -66,7 +83,9 @@ class Contender:
         before = cpu_seconds(self.p.pid)
         answer = self.ask("run")
         after = cpu_seconds(self.p.pid)
-        float(answer)  # a number, or the protocol went wrong
+        # "WALL CPU FAULTS" per unit: numbers, or the protocol went wrong
+        if not answer or not all(is_number(v) for v in answer.split()):
+            sys.exit("%s: run answered %r" % (self.name, answer))
         return (after - before) / self.iters
 
     def quit(self):
@@ -96,7 +115,7 @@ def main():
         cs.append(Contender(name, [args.tg[0].split("=", 1)[1]],
                             {var: value}))
     if args.torch:
-        cs.append(Contender("pytorch", [sys.executable,
+        cs.append(Contender("pytorch", [numpy_python(),
                                         os.path.join(HERE, "torch_bench.py"),
                                         "--backend", "torch"], {}))
     for c in cs:

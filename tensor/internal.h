@@ -364,10 +364,13 @@ static inline int tg_thread_num(void)
  * or the build has no OpenMP, else tg_get_num_threads(). */
 int tg_parallel_threads(int64_t work);
 /* Whether teams started from this thread may have fewer threads than
- * asked on a loaded machine (OpenMP's dynamic adjustment, which
- * tg_get_num_threads turns on unless OMP_DYNAMIC is set); false without
- * OpenMP. For the tests. */
+ * the count on a loaded machine (OpenMP's dynamic adjustment, which
+ * tg_get_num_threads turns on when no count was asked for and OMP_DYNAMIC
+ * is not set); false without OpenMP. For the tests. */
 bool tg_dynamic_teams(void);
+/* Forgets the thread count and that it was asked for: the next
+ * tg_get_num_threads reads the environment again. For the tests. */
+void tg_forget_num_threads(void);
 /* This thread's kernels, for the dispatch in the ops: the fast path runs
  * when this is not TG_KERNELS_REFERENCE (and the layout allows it). */
 static inline bool tg_use_reference_kernels(void)

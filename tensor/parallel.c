@@ -81,6 +81,11 @@ bool tg_use_blas(void)
 /* The process's thread count: 0 until first used (then the environment
  * decides). */
 static atomic_int num_threads = 0;
+/* Whether the count was asked for (TG_NUM_THREADS, OMP_NUM_THREADS or
+ * tg_set_num_threads): then every team has that many threads. Otherwise
+ * the count is the CPUs OpenMP sees, and a team may get fewer on a loaded
+ * machine (choose_dynamic_teams). */
+static atomic_bool threads_asked = false;
 
 static void apply_threads(int n)
 {
@@ -97,13 +102,17 @@ static int threads_from_env(void)
 #ifdef _OPENMP
     n = omp_get_max_threads();
 #endif
+    const char *omp = getenv("OMP_NUM_THREADS");
+    if (omp && *omp)
+        atomic_store(&threads_asked, true);
     const char *s = getenv(TG_NUM_THREADS);
     if (s && *s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 4096)
+        if (*end == '\0' && v >= 1 && v <= 4096) {
             n = (int)v;
-        else
+            atomic_store(&threads_asked, true);
+        } else
             fprintf(stderr,
                     "tapegrad: %s=\"%s\" is not understood; using %d "
                     "thread%s\n"
@@ -115,22 +124,24 @@ static int threads_from_env(void)
 }
 
 #ifdef _OPENMP
-/* Whether this thread has chosen OpenMP's dynamic team size (the setting
- * is per thread in OpenMP, so each thread that starts a team chooses it).
- * With it, libgomp gives a team at most the CPUs its load average leaves
- * free, so a loop does not wait at its end for a thread that shares a CPU
- * with another busy process (docs/performance.md, "Threads on a shared
- * machine").
- * OMP_DYNAMIC in the environment, either way, overrides the choice. */
-static _Thread_local bool dynamic_chosen;
+/* OpenMP's dynamic team size, chosen by each thread that starts a team
+ * (OpenMP keeps the setting per thread): on when the thread count was not
+ * asked for, so that libgomp gives a team at most the CPUs its load
+ * average leaves free and a loop does not wait at its end for a thread
+ * that shares a CPU with another busy process (docs/performance.md,
+ * "Threads on a shared machine"); off when it was, so a program that
+ * asked for n threads gets n. OMP_DYNAMIC in the environment, either way,
+ * overrides the choice. This thread's last choice: -1 none yet. */
+static _Thread_local int dynamic_chosen = -1;
 
 static void choose_dynamic_teams(void)
 {
-    if (dynamic_chosen)
+    int want = !atomic_load_explicit(&threads_asked, memory_order_relaxed);
+    if (dynamic_chosen == want)
         return;
-    dynamic_chosen = true;
+    dynamic_chosen = want;
     if (!getenv("OMP_DYNAMIC"))
-        omp_set_dynamic(1);
+        omp_set_dynamic(want);
 }
 #endif
 
@@ -166,11 +177,17 @@ int tg_set_num_threads(int n)
                  n);
         return -1;
     }
+    atomic_store(&threads_asked, true);
     atomic_store(&num_threads, n);
     apply_threads(n);
     return 0;
 }
 
+void tg_forget_num_threads(void)
+{
+    atomic_store(&threads_asked, false);
+    atomic_store(&num_threads, 0);
+}
 
 bool tg_dynamic_teams(void)
 {

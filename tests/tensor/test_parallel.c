@@ -169,10 +169,11 @@ TG_TEST(parallel, parallel_threads_threshold)
     tg_set_num_threads(before);
 }
 
-/* Dynamic teams: on, from the first tg_get_num_threads of a thread, when
- * the count is above 1 and OMP_DYNAMIC is not set; off when OMP_DYNAMIC
- * says false (the test setup's), or at one thread. Each case on a new
- * thread, as OpenMP keeps the setting per thread. */
+/* Dynamic teams: on when no thread count was asked for (neither
+ * TG_NUM_THREADS, OMP_NUM_THREADS nor tg_set_num_threads) and the count
+ * is above 1, and OMP_DYNAMIC is not set; off when a count was asked for,
+ * when OMP_DYNAMIC says false (the test setup's), or at one thread. Each
+ * case on a new thread, as OpenMP keeps the setting per thread. */
 typedef struct dyn_probe {
     int threads;
     bool dynamic;
@@ -186,37 +187,75 @@ static void *probe_dynamic(void *arg)
     return NULL;
 }
 
+/* n > 0: tg_set_num_threads(n) first; 0: the count the environment
+ * gives. */
 static dyn_probe dynamic_on_new_thread(int n)
 {
     dyn_probe p = {0, false};
-    cr_assert_eq(tg_set_num_threads(n), 0);
+    if (n > 0)
+        cr_assert_eq(tg_set_num_threads(n), 0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, probe_dynamic, &p), 0);
     pthread_join(t, NULL);
     return p;
 }
 
+/* Saves var's value and sets it (value NULL: unsets it). */
+static char *swap_env(const char *var, const char *value)
+{
+    const char *old = getenv(var);
+    char *saved = old ? strdup(old) : NULL;
+    if (value)
+        setenv(var, value, 1);
+    else
+        unsetenv(var);
+    return saved;
+}
+
+static void restore_env(const char *var, char *saved)
+{
+    if (saved)
+        setenv(var, saved, 1);
+    else
+        unsetenv(var);
+    free(saved);
+}
+
 TG_TEST(parallel, dynamic_teams_chosen)
 {
     int before = tg_get_num_threads();
-    const char *env = getenv("OMP_DYNAMIC");
-    char *saved = env ? strdup(env) : NULL;
-    unsetenv("OMP_DYNAMIC");
-    dyn_probe p = dynamic_on_new_thread(2);
-    if (p.threads == 2) // with OpenMP
-        cr_assert(p.dynamic, "2 threads, OMP_DYNAMIC unset: not dynamic");
-    else
-        cr_assert(!p.dynamic, "no OpenMP, yet dynamic");
+    char *dyn = swap_env("OMP_DYNAMIC", NULL);
+    char *tg = swap_env(TG_NUM_THREADS, NULL);
+    char *omp = swap_env("OMP_NUM_THREADS", NULL);
+
+    /* Nothing asked: the CPUs OpenMP sees, and dynamic teams when that is
+     * more than one (libgomp read OMP_NUM_THREADS at start, so the count
+     * may be 1 here; then there is no team to shrink). */
+    tg_forget_num_threads();
+    dyn_probe p = dynamic_on_new_thread(0);
+    cr_assert_eq(p.dynamic, p.threads > 1,
+                 "no count asked, %d threads: dynamic %d", p.threads,
+                 p.dynamic);
+    /* Asked for, by the program or the environment: fixed teams. */
+    p = dynamic_on_new_thread(2);
+    cr_assert_eq(p.threads, 2);
+    cr_assert(!p.dynamic, "tg_set_num_threads(2), yet dynamic teams");
+    setenv(TG_NUM_THREADS, "2", 1);
+    tg_forget_num_threads();
+    p = dynamic_on_new_thread(0);
+    cr_assert(!p.dynamic, "TG_NUM_THREADS=2, yet dynamic teams");
+    unsetenv(TG_NUM_THREADS);
     p = dynamic_on_new_thread(1);
     cr_assert(!p.dynamic, "1 thread: dynamic teams chosen");
+    /* OMP_DYNAMIC overrides: false keeps a default count fixed. */
     setenv("OMP_DYNAMIC", "false", 1);
-    p = dynamic_on_new_thread(2);
+    tg_forget_num_threads();
+    p = dynamic_on_new_thread(0);
     cr_assert(!p.dynamic, "OMP_DYNAMIC=false overridden");
-    if (saved)
-        setenv("OMP_DYNAMIC", saved, 1);
-    else
-        unsetenv("OMP_DYNAMIC");
-    free(saved);
+
+    restore_env("OMP_NUM_THREADS", omp);
+    restore_env(TG_NUM_THREADS, tg);
+    restore_env("OMP_DYNAMIC", dyn);
     tg_set_num_threads(before);
 }
 

@@ -712,11 +712,18 @@ set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
 set title "tapegrad against PyTorch (log scale; red: the target)"
 plot %s
 """ % ", \\\n     ".join(plots))
-    if shutil.which("gnuplot"):
-        r = subprocess.run(["gnuplot", "bench.gp"], cwd=args.out,
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
+    run_gnuplot("bench.gp", args.out)
+
+
+def run_gnuplot(script, folder):
+    """Renders folder/script with gnuplot when it is installed; a failure
+    is reported, not fatal (the .dat and .gp files stay for a rerun)."""
+    if not shutil.which("gnuplot"):
+        return
+    r = subprocess.run(["gnuplot", script], cwd=folder,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
 
 
 def table_lines(header, rows):
@@ -972,11 +979,7 @@ set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb 'black'
 set title "tapegrad against PyTorch at 1 thread, by size (min-max bars)"
 plot %s
 """ % ", \\\n     ".join(plots))
-    if shutil.which("gnuplot"):
-        r = subprocess.run(["gnuplot", "scaling.gp"], cwd=args.out,
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("gnuplot failed: " + r.stderr.strip(), file=sys.stderr)
+    run_gnuplot("scaling.gp", args.out)
 
 
 def scaling_block(machine, lines):

@@ -276,8 +276,10 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
     /* Scratch: w and b in double (float32 only), and a row of x - mean
      * per thread. */
     int64_t params = dtype == TG_FLOAT32 ? (w != NULL) + (b != NULL) : 0;
-    double *scratch = tg_malloc((size_t)(params + nt) * (size_t)N *
-                                sizeof(double));
+    /* from the thread's free lists when small (tensor/memory.c): a
+     * training step asks for the same scratch on every step */
+    size_t bytes = (size_t)(params + nt) * (size_t)N * sizeof(double);
+    double *scratch = tg_block_alloc(bytes);
     if (!scratch)
         return -1;
     double *next = scratch;
@@ -290,7 +292,7 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
     double *rows = next; // x - mean: N per thread
     if (nt == 1) { // a team costs microseconds: small inputs go without
         forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps, rows);
-        free(scratch);
+        tg_block_free(scratch, bytes);
         return 0;
     }
     /* One range of rows per thread (a kernel reads ahead within its
@@ -302,7 +304,7 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
         forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps,
                      rows + tg_thread_num() * N);
     }
-    free(scratch);
+    tg_block_free(scratch, bytes);
     return 0;
 }
 
@@ -355,7 +357,8 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
      * its partial added to zero); xhat and g for each thread. */
     int64_t nrows = (dtype == TG_FLOAT64 && w ? 0 : 1) + !dw + !db +
                     (nchunks > 1 ? 2 * nchunks : 0) + 2 * nt;
-    double *scratch = tg_malloc((size_t)nrows * (size_t)N * sizeof(double));
+    size_t bytes = (size_t)nrows * (size_t)N * sizeof(double);
+    double *scratch = tg_block_alloc(bytes); // as the forward's
     if (!scratch)
         return -1;
     double *next = scratch;
@@ -377,7 +380,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     if (nchunks == 1) {
         layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, dw, db, 0,
                                   M, N, rows);
-        free(scratch);
+        tg_block_free(scratch, bytes);
         return 0;
     }
     TG_OMP(parallel num_threads(nt) if (nt > 1))
@@ -407,6 +410,6 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
             }
         }
     }
-    free(scratch);
+    tg_block_free(scratch, bytes);
     return 0;
 }

@@ -271,8 +271,16 @@ static int layer_norm_backward(tg_node *node, const tg_tensor *g,
     tg_tensor *wc = w ? tg_contiguous_as(w, x->dtype) : NULL;
     tg_tensor *dx = tg_node_needs_grad(node, 0)
                         ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
-    double *dw = need_w ? tg_calloc((size_t)c->cols + 1, sizeof *dw) : NULL;
-    double *db = need_b ? tg_calloc((size_t)c->cols + 1, sizeof *db) : NULL;
+    /* dw and db are summed over the rows in double, from zero; their
+     * memory comes from the thread's free lists (tensor/memory.c), as a
+     * training step asks for the same on every step */
+    size_t sums = ((size_t)c->cols + 1) * sizeof(double);
+    double *dw = need_w ? tg_block_alloc(sums) : NULL;
+    double *db = need_b ? tg_block_alloc(sums) : NULL;
+    if (dw)
+        memset(dw, 0, sums);
+    if (db)
+        memset(db, 0, sums);
     if (!dy || !xc || (w && !wc) || (tg_node_needs_grad(node, 0) && !dx) ||
         (need_w && !dw) || (need_b && !db)) {
         if (dy && xc)
@@ -308,8 +316,8 @@ static int layer_norm_backward(tg_node *node, const tg_tensor *g,
         goto done;
     rc = 0;
 done:
-    free(db);
-    free(dw);
+    tg_block_free(db, sums);
+    tg_block_free(dw, sums);
     tg_release(dx);
     tg_release(wc);
     tg_release(xc);

@@ -56,11 +56,11 @@ typedef struct mlp_run {
     tg_tensor *x, *y;
 } mlp_run;
 
-static mlp_run mlp_run_new(void)
+static mlp_run mlp_run_new(tg_norm_kind norm)
 {
     mlp_run r;
     tg_manual_seed(0);
-    r.mlp = tg_mlp_new(2, TG_SHAPE(32, 32), 3, TG_NORM_NONE, TG_ACT_RELU);
+    r.mlp = tg_mlp_new(2, TG_SHAPE(32, 32), 3, norm, TG_ACT_RELU);
     cr_assert(r.mlp, "%s", tg_last_error());
     tg_sgd_config c = {.lr = 0.1};
     r.opt = tg_sgd_new(r.mlp, &c);
@@ -93,15 +93,20 @@ static void mlp_run_free(mlp_run *r)
 }
 
 /* System allocator calls of `steps` steps, after a warm-up of 10. */
-static int64_t steady_allocations(int steps)
+static int64_t steady_allocations_with(tg_norm_kind norm, int steps)
 {
-    mlp_run r = mlp_run_new();
+    mlp_run r = mlp_run_new(norm);
     mlp_run_steps(&r, 10);
     int64_t before = tg_system_allocations();
     mlp_run_steps(&r, steps);
     int64_t made = tg_system_allocations() - before;
     mlp_run_free(&r);
     return made;
+}
+
+static int64_t steady_allocations(int steps)
+{
+    return steady_allocations_with(TG_NORM_NONE, steps);
 }
 
 TG_TEST(free_lists, steady_training_calls_no_malloc)
@@ -112,6 +117,20 @@ TG_TEST(free_lists, steady_training_calls_no_malloc)
     int64_t made = steady_allocations(100);
     cr_assert_eq(made, 0,
                  "100 steady steps called the system allocator %lld times",
+                 (long long)made);
+}
+
+/* With LayerNorm (the bench's tiny MLP): its forward and backward
+ * scratch and the backward's dw and db sums come from the lists too. */
+TG_TEST(free_lists, steady_layer_norm_training_calls_no_malloc)
+{
+    if (!lists_on())
+        cr_skip_test("the free lists are off (sanitizer build, "
+                     "TG_BLOCK_CACHE=0 or TG_DEBUG=1)");
+    int64_t made = steady_allocations_with(TG_NORM_LAYER, 100);
+    cr_assert_eq(made, 0,
+                 "100 steady LayerNorm steps called the system allocator "
+                 "%lld times",
                  (long long)made);
 }
 
@@ -200,7 +219,7 @@ TG_TEST(free_lists, live_count_exact_across_threads)
  * reported (and the process aborts), in a child. */
 TG_TEST(free_lists, debug_mode_still_catches_use_after_release)
 {
-    mlp_run r = mlp_run_new();
+    mlp_run r = mlp_run_new(TG_NORM_NONE);
     mlp_run_steps(&r, 5);
     mlp_run_free(&r);
     fflush(NULL);

@@ -316,29 +316,53 @@ bool tg_test_valgrind_no_leaks(char *report, size_t report_size)
 #endif
 }
 
+void tg_test_section_open(tg_test_section *s, const char *file,
+                          const char *title)
+{
+    *s = (tg_test_section){.title = title};
+    s->f = fopen(tg_test_ref_path(file), "r");
+    cr_assert_not_null(s->f, "cannot open %s", file);
+}
+
+const char *tg_test_section_next(tg_test_section *s)
+{
+    while (!s->done && fgets(s->line, sizeof s->line, s->f)) {
+        s->line[strcspn(s->line, "\n")] = '\0';
+        if (strncmp(s->line, "## ", 3) == 0) {
+            if (s->inside)
+                break; // the next section: this one has ended
+            s->inside = strcmp(s->line + 3, s->title) == 0;
+            s->found = s->found || s->inside;
+            continue;
+        }
+        if (s->inside)
+            return s->line;
+    }
+    s->done = true;
+    return NULL;
+}
+
+void tg_test_section_close(tg_test_section *s)
+{
+    if (s->f)
+        fclose(s->f);
+    s->f = NULL;
+}
+
 int64_t tg_test_torch_bits(const char *file, const char *title,
                            uint32_t *bits, int64_t max)
 {
-    FILE *f = fopen(tg_test_ref_path(file), "r");
-    cr_assert_not_null(f, "cannot open %s", file);
-    char line[256];
-    bool inside = false;
+    tg_test_section s;
+    tg_test_section_open(&s, file, title);
     int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
+    for (const char *line; (line = tg_test_section_next(&s));) {
         const char *hex = strstr(line, "0x");
-        if (inside && hex) {
+        if (hex) {
             cr_assert_lt(n, max);
             bits[n++] = (uint32_t)strtoul(hex, NULL, 16);
         }
     }
-    fclose(f);
+    tg_test_section_close(&s);
     cr_assert_gt(n, 0, "no vector titled \"%s\" in %s", title, file);
     return n;
 }

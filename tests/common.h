@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tapegrad.h"
@@ -115,6 +116,22 @@ bool tg_test_under_valgrind(void);
  * indirectly or possibly lost, with the bytes in report; true otherwise.
  * The teardown of every TG_TEST calls it. */
 bool tg_test_valgrind_no_leaks(char *report, size_t report_size);
+
+/* The lines of the section titled `title` in the reference file `file`
+ * (tests/reference): those after its line "## title", up to the next line
+ * starting "## ". Open fails the test when the file cannot be opened;
+ * next returns each line without its newline (valid until the next call),
+ * then NULL; found says whether the title was seen. Close after use. */
+typedef struct tg_test_section {
+    FILE *f;
+    const char *title;
+    bool inside, found, done;
+    char line[256];
+} tg_test_section;
+void tg_test_section_open(tg_test_section *s, const char *file,
+                          const char *title);
+const char *tg_test_section_next(tg_test_section *s);
+void tg_test_section_close(tg_test_section *s);
 
 /* Reads the float32 bits (the first 0x... of each line) of the vector
  * titled `## title` in the reference file `file` into bits (at most max);

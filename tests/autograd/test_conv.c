@@ -36,25 +36,16 @@ static tg_tensor *check(tg_tensor *t)
 /* The values of the vector titled `title` (first number of each line). */
 static int64_t torch_values(const char *title, double *v, int64_t max)
 {
-    FILE *f = fopen(tg_test_ref_path("torch-conv-vectors.txt"), "r");
-    cr_assert_not_null(f, "cannot open torch-conv-vectors.txt");
-    char line[256];
-    bool inside = false;
+    tg_test_section s;
+    tg_test_section_open(&s, "torch-conv-vectors.txt", title);
     int64_t n = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (inside)
-                break;
-            inside = strcmp(line + 3, title) == 0;
-            continue;
-        }
-        if (inside && line[0] != '#') {
+    for (const char *line; (line = tg_test_section_next(&s));) {
+        if (line[0] != '#') {
             cr_assert_lt(n, max);
             v[n++] = strtod(line, NULL);
         }
     }
-    fclose(f);
+    tg_test_section_close(&s);
     cr_assert_gt(n, 0, "no vector titled \"%s\"", title);
     return n;
 }

@@ -110,33 +110,23 @@ static tg_tensor *ref(const char *fmt, ...)
  * for float32 cases). New reference. */
 static tg_tensor *torch_ref(tg_dtype dtype, const char *fmt, ...)
 {
-    char title[256], line[256];
+    char title[256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(title, sizeof title, fmt, ap);
     va_end(ap);
     cr_assert(n > 0 && (size_t)n < sizeof title);
-    FILE *f = fopen(tg_test_ref_path("torch-group-norm-vectors.txt"), "r");
-    cr_assert(f, "cannot open torch-group-norm-vectors.txt");
-    bool in = false, found = false;
+    tg_test_section s;
+    tg_test_section_open(&s, "torch-group-norm-vectors.txt", title);
     int64_t shape[TG_MAX_DIMS];
     int ndim = 0;
     size_t count = 0, cap = 64;
     double *v = malloc(cap * sizeof *v);
     cr_assert(v);
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "## ", 3) == 0) {
-            if (in)
-                break;
-            in = strcmp(line + 3, title) == 0;
-            found = found || in;
-            continue;
-        }
-        if (!in)
-            continue;
+    for (const char *line; (line = tg_test_section_next(&s));) {
         if (strncmp(line, "shape", 5) == 0) {
-            char *p = line + 5, *end;
+            const char *p = line + 5;
+            char *end;
             for (long d; (d = strtol(p, &end, 10)), end != p; p = end)
                 shape[ndim++] = d;
             continue;
@@ -148,8 +138,8 @@ static tg_tensor *torch_ref(tg_dtype dtype, const char *fmt, ...)
         }
         v[count++] = strtod(line, NULL);
     }
-    fclose(f);
-    cr_assert(found, "no section \"%s\" in torch-group-norm-vectors.txt",
+    tg_test_section_close(&s);
+    cr_assert(s.found, "no section \"%s\" in torch-group-norm-vectors.txt",
               title);
     tg_tensor *t64 = tg_from_array(v, shape, ndim, TG_FLOAT64);
     free(v);

@@ -65,10 +65,6 @@
 /* Elements per block of rows (S == 1): 256 KiB of float32, which stays in
  * a core's L2 cache between the block's two passes. */
 #define BN_BLOCK (INT64_C(1) << 16)
-/* Below this many elements the kernels run on the calling thread: a
- * BatchNorm1d on (256, 128) takes ~10 us, about what starting and joining
- * a team of threads costs. */
-#define BN_PARALLEL_MIN (INT64_C(1) << 17)
 
 /* The rows of one block (S == 1). */
 static int64_t bn_block_rows(const bn_layout *l)
@@ -85,8 +81,7 @@ static int64_t bn_blocks(const bn_layout *l)
 
 static int bn_threads(const bn_layout *l)
 {
-    int64_t numel = l->n * l->C;
-    return numel < BN_PARALLEL_MIN ? 1 : tg_parallel_threads(numel);
+    return tg_norm_threads(l->n * l->C);
 }
 
 /* The kernels for one dtype T. Each is called for one block of rows

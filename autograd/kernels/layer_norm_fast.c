@@ -35,7 +35,7 @@
  *    chunks whose size depends only on M and N, each chunk sums its rows
  *    in order into its own partial dw and db, and the partials are added
  *    up chunk after chunk.
- *  - The small-row path: below LN_PARALLEL_MIN elements (a (64, 768)
+ *  - The small-row path: below TG_NORM_PARALLEL_MIN elements (a (64, 768)
  *    layer) no team of threads is started and the backward is a single
  *    chunk summed straight into dw and db; what is left per call is one
  *    scratch allocation of a few rows.
@@ -70,12 +70,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Below this many elements the kernels run on the calling thread, with
- * no team started: a forward and backward of (64, 768) take ~30 us on
- * one core, and starting, joining and sharing out a team (with a chunk's
- * partial sums zeroed and added up) cost a good part of that. The same
- * threshold as BatchNorm's fast kernels (BN_PARALLEL_MIN). */
-#define LN_PARALLEL_MIN (INT64_C(1) << 17)
 /* The most chunks the rows of a backward are cut into: enough to keep many
  * threads busy, few enough that their partial sums (2 * N doubles each)
  * stay small next to x. */
@@ -85,13 +79,7 @@
  * enough for threads has at least two chunks, and one too small for them
  * is a single chunk summed straight into dw and db (no partial sums to
  * zero and add up). */
-#define LN_MIN_CHUNK_WORK (LN_PARALLEL_MIN / 2)
-
-/* The threads for `work` elements: 1 below LN_PARALLEL_MIN. */
-static int ln_threads(int64_t work)
-{
-    return work < LN_PARALLEL_MIN ? 1 : tg_parallel_threads(work);
-}
+#define LN_MIN_CHUNK_WORK (TG_NORM_PARALLEL_MIN / 2)
 
 /* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
  * line at p. No effect on any result. */
@@ -270,7 +258,7 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
 {
     if (M == 0)
         return 0;
-    int nt = ln_threads(M * N);
+    int nt = tg_norm_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
     /* Scratch: w and b in double (float32 only), and a row of x - mean
@@ -347,7 +335,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
     if ((M + chunk_rows - 1) / chunk_rows > max_chunks)
         chunk_rows = (M + max_chunks - 1) / max_chunks;
     int64_t nchunks = (M + chunk_rows - 1) / chunk_rows;
-    int nt = ln_threads(M * N);
+    int nt = tg_norm_threads(M * N);
     if ((int64_t)nt > nchunks)
         nt = (int)nchunks;
     /* Scratch, in rows of N doubles: w in double unless x is float64 with

@@ -35,6 +35,23 @@ static inline double tg_norm_lanes_sum(const double *acc)
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+/* ------------------------------------------------------ shared: threads */
+
+/* Below this many elements a LayerNorm or BatchNorm kernel runs on the
+ * calling thread, with no team started: a forward and backward of
+ * (64, 768), or a BatchNorm1d on (256, 128), takes 10-30 us on one core,
+ * and starting, joining and sharing out a team costs a good part of
+ * that. Above the library's general threshold (TG_PARALLEL_MIN_WORK),
+ * which is for loops of one pass. */
+#define TG_NORM_PARALLEL_MIN (INT64_C(1) << 17)
+
+/* The threads for a norm kernel over `numel` elements: 1 below
+ * TG_NORM_PARALLEL_MIN. */
+static inline int tg_norm_threads(int64_t numel)
+{
+    return numel < TG_NORM_PARALLEL_MIN ? 1 : tg_parallel_threads(numel);
+}
+
 /* -------------------------------------------------------------- LayerNorm */
 
 /* The forward of rows [0, M) of x (M, N), contiguous, in dtype (N >= 1):

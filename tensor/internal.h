@@ -363,6 +363,24 @@ static inline int tg_thread_num(void)
 /* The number of threads for a loop doing `work`: 1 when the work is small
  * or the build has no OpenMP, else tg_get_num_threads(). */
 int tg_parallel_threads(int64_t work);
+/* The threads a team may have now: tg_get_num_threads(), or 1 while the
+ * machine is busy with other work (CPU pressure, parallel.c) when the
+ * program asked for no count and OMP_DYNAMIC is not set. Asked on the
+ * thread that starts the team. */
+int tg_team_threads(void);
+/* The busy-machine rule's state (parallel.c; all 0 at the start). */
+typedef struct tg_busy_state {
+    int64_t window_start_ns;    // when stall_at_start_us was read; 0: never
+    uint64_t stall_at_start_us; // the CPU-wait count then
+    int64_t single_until_ns;    // teams of one until then
+    int64_t backoff_ns;         // the next back-off
+} tg_busy_state;
+/* One decision at now_ns (a monotonic clock): false when teams must be
+ * one thread. read_stall gives the microseconds some task has waited for
+ * a CPU so far (false: unknown); it is called at most once per window.
+ * For tg_team_threads and the tests. */
+bool tg_busy_step(tg_busy_state *s, int64_t now_ns,
+                  bool (*read_stall)(uint64_t *us));
 /* Whether teams started from this thread may have fewer threads than
  * the count on a loaded machine (OpenMP's dynamic adjustment, which
  * tg_get_num_threads turns on when no count was asked for and OMP_DYNAMIC

@@ -208,7 +208,7 @@ static int64_t min64(int64_t x, int64_t y)
  * there are row tiles, nor than the work pays for. */
 static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
 {
-    int nt = tg_get_num_threads();
+    int nt = tg_team_threads();
     int64_t work = m * k * n;
     int64_t by_work = work / GEMM_MIN_WORK_PER_THREAD;
     int64_t by_rows = (m + mr - 1) / mr;

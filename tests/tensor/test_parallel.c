@@ -20,10 +20,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -171,7 +173,8 @@ TG_TEST(parallel, parallel_threads_threshold)
 
 /* Dynamic teams: on when no thread count was asked for (neither
  * TG_NUM_THREADS, OMP_NUM_THREADS nor tg_set_num_threads) and the count
- * is above 1, and OMP_DYNAMIC is not set; off when a count was asked for,
+ * is above 1, OMP_DYNAMIC is not set and the kernel gives no CPU
+ * pressure; off when a count was asked for,
  * when OMP_DYNAMIC says false (the test setup's), or at one thread. Each
  * case on a new thread, as OpenMP keeps the setting per thread. */
 typedef struct dyn_probe {
@@ -233,9 +236,12 @@ TG_TEST(parallel, dynamic_teams_chosen)
      * may be 1 here; then there is no team to shrink). */
     tg_forget_num_threads();
     dyn_probe p = dynamic_on_new_thread(0);
-    cr_assert_eq(p.dynamic, p.threads > 1,
-                 "no count asked, %d threads: dynamic %d", p.threads,
-                 p.dynamic);
+    /* ... unless the kernel reports CPU pressure: then tg_team_threads
+     * sizes the teams and OpenMP's rule stays off. */
+    bool pressure = access("/proc/pressure/cpu", R_OK) == 0;
+    cr_assert_eq(p.dynamic, p.threads > 1 && !pressure,
+                 "no count asked, %d threads, pressure file %d: dynamic %d",
+                 p.threads, pressure, p.dynamic);
     /* Asked for, by the program or the environment: fixed teams. */
     p = dynamic_on_new_thread(2);
     cr_assert_eq(p.threads, 2);
@@ -257,6 +263,159 @@ TG_TEST(parallel, dynamic_teams_chosen)
     restore_env(TG_NUM_THREADS, tg);
     restore_env("OMP_DYNAMIC", dyn);
     tg_set_num_threads(before);
+}
+
+/* ------------------------------------------------------ a busy machine */
+
+/* The busy-machine rule (tg_busy_step) on a made-up clock and a made-up
+ * CPU-wait count: fake_stall_us is what the reader says, fake_reads how
+ * often it was asked. */
+static uint64_t fake_stall_us;
+static int fake_reads;
+static bool fake_ok = true;
+
+static bool fake_reader(uint64_t *us)
+{
+    fake_reads++;
+    *us = fake_stall_us;
+    return fake_ok;
+}
+
+#define MS (INT64_C(1000000)) /* nanoseconds */
+
+TG_TEST(parallel, busy_rule_quiet_machine)
+{
+    tg_busy_state s = {0};
+    fake_stall_us = 1000, fake_reads = 0, fake_ok = true;
+    int64_t t = 5000 * MS;
+    /* Teams keep their threads while nobody waits; the count is read
+     * once per window (10 ms), not at every loop. */
+    for (int i = 0; i < 100; i++, t += 1 * MS)
+        cr_assert(tg_busy_step(&s, t, fake_reader), "quiet, step %d", i);
+    cr_assert(fake_reads >= 9 && fake_reads <= 11, "%d reads in 100 ms",
+              fake_reads);
+    /* Waiting for a quarter of the window or less is still quiet. */
+    t += 10 * MS;
+    fake_stall_us += 2500;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    /* No count to be had: nothing to go by, the threads stay. */
+    fake_ok = false;
+    fake_stall_us += 1000000;
+    cr_assert(tg_busy_step(&s, t + 20 * MS, fake_reader));
+    fake_ok = true;
+}
+
+TG_TEST(parallel, busy_rule_backs_off)
+{
+    tg_busy_state s = {0};
+    fake_stall_us = 0, fake_reads = 0, fake_ok = true;
+    int64_t t = 5000 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader)); /* the first reading */
+    /* 10 ms later tasks have waited 6 ms: busy, one thread... */
+    t += 10 * MS;
+    fake_stall_us += 6000;
+    cr_assert_not(tg_busy_step(&s, t, fake_reader), "busy, yet a team");
+    /* ... for 250 ms, without reading the count again. */
+    int reads = fake_reads;
+    fake_stall_us = 0; /* would be nonsense if it were read */
+    for (int64_t d = 1; d < 250; d += 7)
+        cr_assert_not(tg_busy_step(&s, t + d * MS, fake_reader),
+                      "back-off over after %lld ms", (long long)d);
+    cr_assert_eq(fake_reads, reads);
+    fake_stall_us = 6000;
+    /* Then a team again, to find out; a reading older than 100 ms is
+     * not judged. */
+    t += 250 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    /* Still busy: the back-off doubles (500 ms). */
+    t += 20 * MS;
+    fake_stall_us += 15000;
+    cr_assert_not(tg_busy_step(&s, t, fake_reader));
+    cr_assert_not(tg_busy_step(&s, t + 499 * MS, fake_reader));
+    cr_assert(tg_busy_step(&s, t + 500 * MS, fake_reader));
+    /* Quiet again: teams stay, and the next back-off is 250 ms again. */
+    t += 520 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    t += 20 * MS;
+    fake_stall_us += 6000;
+    cr_assert_not(tg_busy_step(&s, t, fake_reader));
+    cr_assert(tg_busy_step(&s, t + 250 * MS, fake_reader),
+              "the back-off was not reset by the quiet window");
+}
+
+/* A counter that went backwards (another kernel, a bad read) or a gap
+ * longer than a window is a fresh start, not a verdict. */
+TG_TEST(parallel, busy_rule_stale_readings)
+{
+    tg_busy_state s = {0};
+    fake_stall_us = 50000, fake_reads = 0, fake_ok = true;
+    int64_t t = 5000 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    fake_stall_us += 90000; /* 90 ms of waiting, over 2 s */
+    cr_assert(tg_busy_step(&s, t + 2000 * MS, fake_reader));
+    fake_stall_us = 10;
+    cr_assert(tg_busy_step(&s, t + 2020 * MS, fake_reader));
+}
+
+static atomic_bool spin_stop;
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    volatile uint64_t x = 0;
+    while (!atomic_load(&spin_stop))
+        x++;
+    return NULL;
+}
+
+/* The live rule: with no thread count asked for, threads that keep every
+ * CPU busy make tg_team_threads answer 1 within a few windows; a count
+ * that was asked for is kept whatever the load. Needs the kernel's CPU
+ * pressure and more than one CPU for OpenMP. */
+TG_TEST(parallel, team_threads_on_a_busy_machine)
+{
+    if (access("/proc/pressure/cpu", R_OK) != 0)
+        cr_skip_test("no /proc/pressure/cpu: OpenMP's rule decides");
+    int before = tg_get_num_threads();
+    char *dyn = swap_env("OMP_DYNAMIC", NULL);
+    char *tg = swap_env(TG_NUM_THREADS, NULL);
+    char *omp = swap_env("OMP_NUM_THREADS", NULL);
+    tg_forget_num_threads();
+    int n = tg_get_num_threads();
+    if (n < 2) {
+        restore_env("OMP_NUM_THREADS", omp);
+        restore_env(TG_NUM_THREADS, tg);
+        restore_env("OMP_DYNAMIC", dyn);
+        tg_set_num_threads(before);
+        cr_skip_test("OpenMP sees one CPU: no team to shrink");
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    enum { MAX_SPIN = 64 };
+    int nspin = (int)(2 * cpus < MAX_SPIN ? 2 * cpus : MAX_SPIN);
+    pthread_t th[MAX_SPIN];
+    atomic_store(&spin_stop, false);
+    for (int i = 0; i < nspin; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, spin, NULL), 0);
+    int seen = n;
+    struct timespec nap = {0, 2 * 1000000};
+    for (int i = 0; i < 500 && seen != 1; i++) {
+        seen = tg_team_threads();
+        nanosleep(&nap, NULL);
+    }
+    /* Asked for: kept, busy or not. */
+    cr_assert_eq(tg_set_num_threads(n), 0);
+    int asked = tg_team_threads();
+    atomic_store(&spin_stop, true);
+    for (int i = 0; i < nspin; i++)
+        pthread_join(th[i], NULL);
+    restore_env("OMP_NUM_THREADS", omp);
+    restore_env(TG_NUM_THREADS, tg);
+    restore_env("OMP_DYNAMIC", dyn);
+    tg_set_num_threads(before);
+    cr_assert_eq(seen, 1, "%d spinning threads on %ld CPUs for 1 s, yet "
+                 "teams of %d", nspin, cpus, seen);
+    cr_assert_eq(asked, n, "a count asked for was not kept: %d of %d",
+                 asked, n);
 }
 
 /* --------------------------------------------------------- environment */

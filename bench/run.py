@@ -403,8 +403,9 @@ TARGET_LABELS = {
     "bn1d_fwd_bwd": "BatchNorm1d fwd+bwd",
     "bn2d_fwd_bwd": "BatchNorm2d fwd+bwd",
     "matmul_portable": "matmul, portable kernel (the default build's)",
-    "mlp_tiny_step": "tiny MLP step",
-    "mlp_medium_step": "medium MLP step (fresh block cache)",
+    "mlp_tiny_step": "tiny MLP step, the default build's kernels",
+    "mlp_medium_step": "medium MLP step, default build's kernels, fresh "
+                       "block cache",
 }
 COPY_TARGET = 75  # LayerNorm fwd+bwd's GB/s, % of the same bytes' copy
 NOT_MEASURABLE = "not measurable here"

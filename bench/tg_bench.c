@@ -304,6 +304,10 @@ static int setup_mlp(bench *b)
     int64_t width = tiny ? 32 : 128, batch = tiny ? 32 : 256;
     if (b->scale_batch > 0)
         batch = b->scale_batch;
+    /* The default build's kernels (never OpenBLAS), as a user of the
+     * Quick start's build runs them; a bench build with OpenBLAS would
+     * otherwise time its sgemm in both contenders. */
+    tg_set_kernels(TG_KERNELS_PORTABLE);
     tg_manual_seed(0);
     b->mlp = tg_mlp_new(2, TG_SHAPE(width, width), 3,
                         tiny ? TG_NORM_LAYER : TG_NORM_BATCH, TG_ACT_RELU);

@@ -84,11 +84,8 @@ static int worked_example(void)
 static int write_graph(const char *dir, tg_tensor *L)
 {
     char dot[4096], png[4096], svg[4096];
-    if (demo_make_dirs(dir) != 0) {
-        fprintf(stderr, "cannot make the folder %s: %s\n", dir,
-                strerror(errno));
+    if (demo_make_dirs(dir) != 0)
         return -1;
-    }
     if (!demo_join(dot, sizeof dot, dir, "graph.dot") ||
         !demo_join(png, sizeof png, dir, "graph.png") ||
         !demo_join(svg, sizeof svg, dir, "graph.svg"))

@@ -113,8 +113,23 @@ static int evaluate(tg_module *m, const tg_dataset *d, double *loss,
     return l ? 0 : -1;
 }
 
+/* 0 when status is 0 on every rank, else -1 on every rank. Every rank
+ * makes this one all-reduce whatever happened before, so a rank that
+ * failed alone (rank 0 writing the output, say) stops the others with it
+ * instead of leaving them waiting for it in their next collective. */
+static int all_ranks_ok(tg_process_group *pg, int status)
+{
+    tg_tensor *mine = tg_scalar(status != 0, TG_INT64);
+    tg_tensor *failed = tg_all_reduce(pg, mine, TG_REDUCE_SUM);
+    int rc = failed && tg_item(failed) == 0 ? 0 : -1;
+    tg_release(failed);
+    tg_release(mine);
+    return rc;
+}
+
 /* One SGD step of a data-parallel variant on this rank's shard of (x, y);
- * *total receives the global loss. 0 or -1. */
+ * *total receives the global loss. 0 or -1. The collectives run on every
+ * rank, failed or not (a NULL loss makes every rank's all-reduce fail). */
 static int dist_step(tg_process_group *pg, tg_module *m, tg_optimizer *opt,
                      const tg_tensor *x, const tg_tensor *y, double *total)
 {
@@ -123,11 +138,12 @@ static int dist_step(tg_process_group *pg, tg_module *m, tg_optimizer *opt,
     tg_optimizer_zero_grad(opt);
     tg_tensor *loss = loss_of(m, xs, ys, b);
     tg_tensor *sum = tg_all_reduce(pg, loss, TG_REDUCE_SUM);
-    int rc = loss && sum && tg_backward(loss) == 0 &&
-                     tg_dist_all_reduce_grads(pg, m, TG_REDUCE_SUM) == 0 &&
-                     tg_optimizer_step(opt) == 0
-                 ? 0
-                 : -1;
+    int rc = loss && sum && tg_backward(loss) == 0 ? 0 : -1;
+    rc = all_ranks_ok(pg, rc);
+    if (rc == 0)
+        rc = tg_dist_all_reduce_grads(pg, m, TG_REDUCE_SUM);
+    if (rc == 0)
+        rc = tg_optimizer_step(opt);
     *total = sum ? tg_item(sum) : NAN;
     tg_release(sum);
     tg_release(loss);
@@ -232,10 +248,12 @@ int main(int argc, char **argv)
     if (rank == 0 && status == 0) {
         if (demo_make_dirs(o.out) != 0)
             status = 1;
-        printf("%d processes, global batch %lld (rank 0 takes %lld rows)\n"
-               "epoch  variant    train loss  val loss  val acc\n",
-               size, o.batch, o.batch / size + (o.batch % size > 0));
+        else
+            printf("%d processes, global batch %lld (rank 0 takes %lld "
+                   "rows)\nepoch  variant    train loss  val loss  val acc\n",
+                   size, o.batch, o.batch / size + (o.batch % size > 0));
     }
+    status = all_ranks_ok(pg, status);
     for (long long e = 1; e <= o.epochs && status == 0; e++) {
         double sum[VARIANTS] = {0};
         int64_t nb = 0;
@@ -249,6 +267,7 @@ int main(int argc, char **argv)
                     status = -single_step(m[v], opt[v], x, y, &l);
                 sum[v] += l;
             }
+            status = all_ranks_ok(pg, status); // rank 0's single step too
             nb++;
             tg_release(y);
             tg_release(x);
@@ -262,6 +281,7 @@ int main(int argc, char **argv)
                 printf("%5lld  %-9s  %10.5f  %8.5f  %7.4f\n", e,
                        variant_names[v], sum[v] / (double)nb, vl, va);
         }
+        status = all_ranks_ok(pg, status); // rank 0 evaluates alone
     }
     FILE *csv = rank == 0 && status == 0 ? demo_open_out(o.out, "log.csv")
                                          : NULL;

@@ -835,10 +835,8 @@ int main(int argc, char **argv)
     int prc = parse_options(argc, argv, &o);
     if (prc != 0)
         return demo_usage_exit(prc, usage, argv[0]);
-    if (demo_make_dirs(o.out) != 0) {
-        fprintf(stderr, "cannot create %s: %s\n", o.out, strerror(errno));
+    if (demo_make_dirs(o.out) != 0)
         return 1;
-    }
 
     int rc = 1;
     tg_dataset data = {0};

@@ -94,7 +94,7 @@ bool demo_parse_positive(const char *s, double *out)
 
 /* ------------------------------------------------------------- files */
 
-int demo_make_dirs(const char *path)
+static int make_dirs(const char *path)
 {
     char buf[4096];
     size_t len = strlen(path);
@@ -122,6 +122,16 @@ int demo_make_dirs(const char *path)
         return -1;
     }
     return 0;
+}
+
+int demo_make_dirs(const char *path)
+{
+    if (make_dirs(path) == 0)
+        return 0;
+    int e = errno;
+    fprintf(stderr, "cannot create the folder %s: %s\n", path, strerror(e));
+    errno = e;
+    return -1;
 }
 
 bool demo_join(char *buf, size_t size, const char *dir, const char *name)

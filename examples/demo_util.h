@@ -62,8 +62,9 @@ bool demo_parse_positive(const char *s, double *out);
 
 /* ------------------------------------------------------------- files */
 
-/* mkdir -p: makes path and its missing parents. Returns 0, or -1 (errno
- * set; ENOTDIR when path is a file). */
+/* mkdir -p: makes path and its missing parents. Returns 0, or -1 after
+ * saying "cannot create the folder PATH: reason" on stderr (errno set;
+ * ENOTDIR when path is a file). */
 int demo_make_dirs(const char *path);
 
 /* dir/name into buf of size bytes; false (with a message) when it does not

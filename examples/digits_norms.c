@@ -398,10 +398,8 @@ int main(int argc, char **argv)
     int prc = parse_options(argc, argv, &o);
     if (prc != 0)
         return demo_usage_exit(prc, usage, argv[0]);
-    if (demo_make_dirs(o.out) != 0) {
-        fprintf(stderr, "cannot create %s: %s\n", o.out, strerror(errno));
+    if (demo_make_dirs(o.out) != 0)
         return 1;
-    }
 
     /* One thread: the tensors here are small (a batch of 32 is 2,048
      * pixels), and on a shared machine a second thread costs more in

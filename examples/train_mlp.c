@@ -622,10 +622,8 @@ int main(int argc, char **argv)
     char models[4096];
     if (!demo_join(models, sizeof models, o.out, "models"))
         return 1;
-    if (demo_make_dirs(models) != 0) {
-        fprintf(stderr, "cannot create %s: %s\n", models, strerror(errno));
+    if (demo_make_dirs(models) != 0)
         return 1;
-    }
 
     int rc = 1;
     tg_dataset all = {0}, train = {0}, val = {0};

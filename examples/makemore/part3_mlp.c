@@ -200,10 +200,8 @@ int main(int argc, char **argv)
     if (prc != 0)
         return demo_usage_exit(prc, usage, argv[0]);
     setvbuf(stdout, NULL, _IOLBF, 0); // a log file shows each line at once
-    if (demo_make_dirs(o.out) != 0) {
-        fprintf(stderr, "cannot create %s: %s\n", o.out, strerror(errno));
+    if (demo_make_dirs(o.out) != 0)
         return 1;
-    }
 
     int rc = 1;
     part3_data d = {0};

@@ -418,9 +418,11 @@ tg_kernels tg_get_kernels(void);
  * environment, else OpenMP's default (OMP_NUM_THREADS, else one per
  * core). Small tensors always run on the calling thread. A count set
  * here or in TG_NUM_THREADS / OMP_NUM_THREADS is what every team gets;
- * with none set, a team may get fewer threads on a loaded machine
- * (OpenMP's dynamic adjustment; docs/performance.md, "Threads on a shared
- * machine"). A build without OpenMP runs on one thread whatever is set.
+ * with none set, a team is one thread while other work waits for the
+ * CPUs (Linux's CPU pressure, /proc/pressure/cpu; where the kernel has
+ * none, OpenMP's dynamic adjustment; docs/performance.md, "Threads on a
+ * shared machine"). A build without OpenMP runs on one thread whatever
+ * is set.
  * Returns 0, or -1 when n < 1. */
 int tg_set_num_threads(int n);
 /* The number of threads the parallel kernels use: 1 without OpenMP. */

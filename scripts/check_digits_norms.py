@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """check_digits_norms.py - what examples/digits_norms.c measured, checked
-again on each run: on the 8x8 digits BatchNorm does NOT fail at batch 2
-(its statistics come from the pixels as well as the images), GroupNorm
-neither, and both beat no normalisation.
+again on each run: on the 8x8 digits BatchNorm2d in a small CNN does NOT
+fail at batch 2 (its statistics come from the pixels as well as the
+images), GroupNorm neither, and both beat no normalisation; BatchNorm1d
+in an MLP (--model mlp), whose statistics come from the images alone,
+DOES fail at batch 2, and GroupNorm there does not.
 
-    check_digits_norms.py --program build/examples/digits_norms --out DIR
+    check_digits_norms.py [--model mlp] --program build/examples/digits_norms --out DIR
         runs the program with --quick --no-plots (batch sizes 2 and 32,
         no norm, BatchNorm and GroupNorm, 3 seeds) into DIR and checks
         DIR/summary.csv;
-    check_digits_norms.py --summary FILE
+    check_digits_norms.py [--model mlp] --summary FILE
         checks a summary.csv written before;
     check_digits_norms.py --self-test
         feeds the checker tables that must fail (BatchNorm failing at batch
@@ -35,6 +37,20 @@ Measured on the --quick sweep with 8 seeds (3 are run here): BatchNorm
 98.6% at batch 2. SLACK (2 points) is several standard errors of a mean of
 three seeds; NORM_GAIN (1 point) is under half the smallest measured gain
 (2.5 points).
+
+The MLP's rules (--model mlp), the textbook's small-batch failure:
+  1. BatchNorm1d at batch 2 is below BatchNorm1d at batch 32 by more than
+     FAIL_DROP;
+  2. GroupNorm at batch 2 is not below GroupNorm at batch 32 by more than
+     SLACK;
+  3. BatchNorm1d at batch 2 with batch statistics is below its accuracy
+     with running statistics by more than FAIL_DROP: two images' mean and
+     spread leave each feature at +-1.
+Measured on the --quick sweep with 8 seeds: BatchNorm1d 69.9% at batch 2
+(std 2.6, lowest seed 65.2%) and 97.7% at batch 32, GroupNorm 97.1% and
+96.5%, no norm 95.2% and 93.9%, BatchNorm1d with batch statistics 40.6% at
+batch 2. FAIL_DROP (10 points) is under half the smallest drop measured
+(about 25 points).
 """
 import argparse
 import csv
@@ -45,6 +61,7 @@ import tempfile
 
 SLACK = 0.02      # 2 points of accuracy
 NORM_GAIN = 0.01  # 1 point
+FAIL_DROP = 0.10  # 10 points
 
 
 def read_summary(path):
@@ -58,8 +75,34 @@ def read_summary(path):
     return table
 
 
-def check(table):
+def check_mlp(table):
+    """The MLP's rules (see the top): the list the table breaks."""
+    needed = [("batch", 2), ("batch", 32), ("group", 2), ("group", 32)]
+    missing = [k for k in needed if k not in table]
+    if missing:
+        return ["summary.csv has no row for %s" % ", ".join(
+            "%s at batch %d" % k for k in missing)]
+    bn2, bn32 = table[("batch", 2)]["mean"], table[("batch", 32)]["mean"]
+    gn2, gn32 = table[("group", 2)]["mean"], table[("group", 32)]["mean"]
+    bs2 = table[("batch", 2)]["batch_stats_mean"]
+    broken = []
+    if not bn2 < bn32 - FAIL_DROP:
+        broken.append("1. BatchNorm1d at batch 2 (%.3f) is not more than "
+                      "%.2f below batch 32 (%.3f)" % (bn2, FAIL_DROP, bn32))
+    if not gn2 >= gn32 - SLACK:
+        broken.append("2. GroupNorm at batch 2 (%.3f) is more than %.2f "
+                      "below batch 32 (%.3f)" % (gn2, SLACK, gn32))
+    if bs2 is None or not bs2 < bn2 - FAIL_DROP:
+        broken.append("3. BatchNorm1d at batch 2 with batch statistics (%s) "
+                      "is not more than %.2f below its accuracy with running "
+                      "statistics (%.3f)" % (bs2, FAIL_DROP, bn2))
+    return broken
+
+
+def check(table, model="cnn"):
     """The list of rules the table breaks (empty when it passes)."""
+    if model == "mlp":
+        return check_mlp(table)
     needed = [("batch", 2), ("batch", 32), ("group", 2), ("group", 32)]
     missing = [k for k in needed if k not in table]
     if missing:
@@ -93,7 +136,7 @@ def check(table):
     return broken
 
 
-def report(table, broken):
+def report(table, broken, model):
     for key in sorted(table):
         row = table[key]
         extra = ""
@@ -103,7 +146,10 @@ def report(table, broken):
               % (key[0], key[1], row["mean"], row["std"], extra))
     for b in broken:
         print("FAILED: " + b)
-    if not broken:
+    if not broken and model == "mlp":
+        print("as measured: BatchNorm1d fails at batch 2; GroupNorm holds "
+              "its accuracy")
+    elif not broken:
         print("as measured: no norm trails; BatchNorm and GroupNorm hold "
               "their accuracy from batch 32 down to batch 2")
 
@@ -159,6 +205,27 @@ def self_test():
             print("self-test: a summary.csv with BatchNorm failing at "
                   "batch 2 was accepted")
             failures += 1
+    # the MLP's rules: the measured MLP table passes; the CNN's table (no
+    # failure at batch 2), GroupNorm failing too, and no gap between batch
+    # and running statistics are rejected
+    mlp = {("none", 2): row(0.952), ("none", 32): row(0.939),
+           ("batch", 2): row(0.699, 0.406), ("batch", 32): row(0.977, 0.971),
+           ("group", 2): row(0.971), ("group", 32): row(0.965)}
+    if check(mlp, "mlp"):
+        print("self-test: the measured MLP table was rejected: %s"
+              % check(mlp, "mlp"))
+        failures += 1
+    mlp_gn = dict(mlp)
+    mlp_gn[("group", 2)] = row(0.80)
+    mlp_nogap = dict(mlp)
+    mlp_nogap[("batch", 2)] = row(0.699, 0.68)
+    for name, table in [("the CNN's table (no failure at batch 2)", good),
+                        ("GroupNorm failing as well", mlp_gn),
+                        ("batch statistics as good as running ones",
+                         mlp_nogap)]:
+        if not check(table, "mlp"):
+            print("self-test: the MLP rules accepted %s" % name)
+            failures += 1
     print("self-test: %s" % ("FAILED" if failures else "ok"))
     return 1 if failures else 0
 
@@ -169,20 +236,21 @@ def main():
     p.add_argument("--out")
     p.add_argument("--summary")
     p.add_argument("--self-test", action="store_true")
+    p.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     a = p.parse_args()
     if a.self_test:
         return self_test()
     if a.program:
         if not a.out:
             p.error("--program needs --out")
-        subprocess.run([a.program, "--quick", "--no-plots", "--out", a.out],
-                       check=True)
+        subprocess.run([a.program, "--quick", "--no-plots", "--model",
+                        a.model, "--out", a.out], check=True)
         a.summary = os.path.join(a.out, "summary.csv")
     if not a.summary:
         p.error("give --program and --out, --summary or --self-test")
     table = read_summary(a.summary)
-    broken = check(table)
-    report(table, broken)
+    broken = check(table, a.model)
+    report(table, broken, a.model)
     return 1 if broken else 0
 
 

@@ -2,15 +2,19 @@
 # validation accuracy against batch size for each normalisation, the mean
 # over the seeds with error bars of one standard deviation. It reads
 # <outdir>/summary.csv and writes <outdir>/accuracy.png. The program sets
-# outdir and subtitle and loads this file; by hand:
+# outdir, subtitle and mlp (1 for --model mlp) and loads this file; by hand:
 #   gnuplot -e "outdir='out/digits_norms'; subtitle=''" scripts/plots/digits_accuracy.gp
 if (!exists("outdir")) outdir = 'out/digits_norms'
 if (!exists("subtitle")) subtitle = ''
+if (!exists("mlp")) mlp = 0
+model = mlp ? 'an MLP on the 64 pixels' : 'a small CNN'
+norms = mlp ? 'BatchNorm1d' : 'BatchNorm'
+layer = mlp ? 'LayerNorm (64 features)' : 'LayerNorm (C, H, W)'
 
 set terminal pngcairo size 960,640 enhanced font 'Sans,11' linewidth 1.5
 set output outdir.'/accuracy.png'
 set datafile separator ','
-set title "8x8 digits, a small CNN: validation accuracy against batch size\n{/*0.85 ".subtitle."}"
+set title "8x8 digits, ".model.": validation accuracy against batch size\n{/*0.85 ".subtitle."}"
 set xlabel 'batch size'
 set ylabel 'validation accuracy (%), eval mode'
 set logscale x 2
@@ -25,7 +29,7 @@ of(v, c) = strcol(1) eq v ? 100 * column(c) : NaN
 # summary.csv: norm,batch_size,runs,mean,std,min,max,batch_stats_mean,batch_stats_std
 plot \
   outdir.'/summary.csv' skip 1 using 2:(of('none', 4)):(of('none', 5)) with yerrorlines lw 2 lc rgb '#666666' title 'no norm', \
-  '' skip 1 using 2:(of('batch', 4)):(of('batch', 5)) with yerrorlines lw 2 lc rgb '#1b9e77' title 'BatchNorm', \
+  '' skip 1 using 2:(of('batch', 4)):(of('batch', 5)) with yerrorlines lw 2 lc rgb '#1b9e77' title norms, \
   '' skip 1 using 2:(of('group', 4)):(of('group', 5)) with yerrorlines lw 2 lc rgb '#d95f02' title 'GroupNorm (4 groups)', \
-  '' skip 1 using 2:(of('instance', 4)):(of('instance', 5)) with yerrorlines lw 2 lc rgb '#7570b3' title 'InstanceNorm', \
-  '' skip 1 using 2:(of('layer', 4)):(of('layer', 5)) with yerrorlines lw 2 lc rgb '#e7298a' title 'LayerNorm (C, H, W)'
+  '' skip 1 using 2:(of('instance', 4)):(of('instance', 5)) with yerrorlines lw 2 lc rgb '#7570b3' title (mlp ? '' : 'InstanceNorm'), \
+  '' skip 1 using 2:(of('layer', 4)):(of('layer', 5)) with yerrorlines lw 2 lc rgb '#e7298a' title layer

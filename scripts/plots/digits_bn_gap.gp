@@ -7,11 +7,13 @@
 #   gnuplot -e "outdir='out/digits_norms'; subtitle=''" scripts/plots/digits_bn_gap.gp
 if (!exists("outdir")) outdir = 'out/digits_norms'
 if (!exists("subtitle")) subtitle = ''
+if (!exists("mlp")) mlp = 0
+norm = mlp ? 'BatchNorm1d in an MLP' : 'BatchNorm2d in a small CNN'
 
 set terminal pngcairo size 960,640 enhanced font 'Sans,11' linewidth 1.5
 set output outdir.'/bn_gap.png'
 set datafile separator ','
-set title "BatchNorm on the 8x8 digits: running statistics against batch statistics\n{/*0.85 ".subtitle."}"
+set title norm." on the 8x8 digits: running statistics against batch statistics\n{/*0.85 ".subtitle."}"
 set xlabel 'batch size (training, and the batches of the batch-statistics evaluation)'
 set ylabel 'validation accuracy (%)'
 set logscale x 2

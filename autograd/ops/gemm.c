@@ -106,8 +106,10 @@
 #define DIRECT_MAX_WORK 8192
 /* A narrow c (n < NR / 2) of a small product (a at most NARROW_MAX_A
  * elements, at most NARROW_MAX_M rows) takes the column kernel: no
- * padding, no packing but a copy of a when its columns are strided. */
-#define NARROW_MAX_A 4096
+ * padding, no packing but a copy of a when its columns are strided (on
+ * the stack up to NARROW_STACK_A elements, else in a block). */
+#define NARROW_MAX_A 65536
+#define NARROW_STACK_A 4096
 /* The direct kernel copies a b of at most this many elements whose rows
  * are strided into a row-major buffer on the stack. */
 #define DIRECT_COPY_MAX_B 4096
@@ -405,26 +407,51 @@ TG_GEMM_VARIANT(f64, double)
         }                                                                     \
     }                                                                         \
                                                                               \
+    /* dst[q * ldd + r] = x[r * s_r + q * s_c] (r < rows, q < cols): x's     \
+     * transpose, by 16 x 16 blocks, so that a strided side of x or dst     \
+     * touches 16 cache lines at a time rather than one per element. */       \
+    static void transpose_##sfx(const T *x, int64_t s_r, int64_t s_c,         \
+                                int64_t rows, int64_t cols, T *restrict dst,  \
+                                int64_t ldd)                                  \
+    {                                                                         \
+        for (int64_t r0 = 0; r0 < rows; r0 += 16)                             \
+            for (int64_t q0 = 0; q0 < cols; q0 += 16) {                       \
+                int64_t r1 = min64(r0 + 16, rows), q1 = min64(q0 + 16, cols); \
+                for (int64_t r = r0; r < r1; r++)                             \
+                    for (int64_t q = q0; q < q1; q++)                         \
+                        dst[q * ldd + r] = x[r * s_r + q * s_c];              \
+            }                                                                 \
+    }                                                                         \
+                                                                              \
     /* The column kernel, for a narrow c: column j of c is built as           \
      * c[:, j] = (...(0 + a[:, 0] b[0, j]) + a[:, 1] b[1, j]) + ...,          \
      * vectorised over the rows i, with the same products added in the        \
-     * same p order as the other kernels (so the same bits); a's columns      \
-     * are first copied contiguous when they are not. The blocked kernel      \
-     * would pad each row of c to NR columns, the direct one run vector       \
-     * loops of n < NR / 2 lanes. Needs m <= NARROW_MAX_M, m k <=             \
-     * NARROW_MAX_A, n < NR / 2. */                                           \
-    TG_VECTOR_CLONES static void gemm_columns_##sfx(                          \
+     * same p order as the other kernels (so the same bits). a's columns      \
+     * are read in place when contiguous (a = g^T in Linear's dW), else       \
+     * first transposed into a buffer (on the stack when small). The          \
+     * blocked kernel would pad each row of c to NR columns, the direct one   \
+     * run vector loops of n < NR / 2 lanes. Needs m <= NARROW_MAX_M, m k     \
+     * <= NARROW_MAX_A, n < NR / 2. False, nothing done, when the buffer      \
+     * cannot be allocated. */                                                \
+    TG_VECTOR_CLONES static bool gemm_columns_##sfx(                          \
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
-        T at[NARROW_MAX_A];          /* a[i, p] at at[p * m + i] */           \
+        T at_stack[NARROW_STACK_A];  /* a[i, p] at at[p * m + i] */           \
         T ct[NR / 2 * NARROW_MAX_M]; /* c[i, j] at ct[j * m + i] */           \
         const T *acol = a;                                                    \
         int64_t lda = sa_p;                                                   \
-        if (sa_i != 1) {                                                      \
-            for (int64_t p = 0; p < k; p++)                                   \
-                for (int64_t i = 0; i < m; i++)                               \
-                    at[p * m + i] = a[i * sa_i + p * sa_p];                   \
+        T *at = NULL;                                                         \
+        size_t at_bytes = 0;                                                  \
+        if (sa_i != 1 && m > 1) {                                             \
+            at = at_stack;                                                    \
+            if (m * k > NARROW_STACK_A) {                                     \
+                at_bytes = sizeof(T) * (size_t)(m * k);                       \
+                at = tg_block_alloc(at_bytes);                                \
+                if (!at)                                                      \
+                    return false;                                             \
+            }                                                                 \
+            transpose_##sfx(a, sa_i, sa_p, m, k, at, m);                      \
             acol = at;                                                        \
             lda = m;                                                          \
         }                                                                     \
@@ -442,6 +469,9 @@ TG_GEMM_VARIANT(f64, double)
         for (int64_t i = 0; i < m; i++)                                       \
             for (int64_t j = 0; j < n; j++)                                   \
                 c[i * n + j] = ct[j * m + i];                                 \
+        if (at_bytes)                                                         \
+            tg_block_free(at, at_bytes);                                      \
+        return true;                                                          \
     }                                                                         \
                                                                               \
     /* bp <- b[0:kc, 0:nc] as panels of nr columns: panel q holds             \
@@ -611,8 +641,9 @@ TG_GEMM_VARIANT(f64, double)
             path = TG_GEMM_AUTO;                                              \
         if (path == TG_GEMM_COLUMNS ||                                        \
             (path == TG_GEMM_AUTO && columns_fit && m >= MR / 2)) {           \
-            gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);     \
-            return;                                                           \
+            if (gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n)) \
+                return;                                                       \
+            path = TG_GEMM_DIRECT; /* no memory; direct needs none */         \
         }                                                                     \
         bool direct = path == TG_GEMM_DIRECT ||                               \
                       (path == TG_GEMM_AUTO &&                                \

@@ -114,6 +114,12 @@
  * are strided into a row-major buffer on the stack. */
 #define DIRECT_COPY_MAX_B 4096
 #define NARROW_MAX_M 512
+/* A product on one thread whose a and b together take at most
+ * SMALL_MAX_BYTES (they stay in L2) and whose k is at most SMALL_MAX_K (a
+ * k x 32 panel of float b stays in L1) runs the small kernel: nothing
+ * packed. */
+#define SMALL_MAX_BYTES (INT64_C(256) * 1024)
+#define SMALL_MAX_K 256
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
 
@@ -288,6 +294,52 @@ static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
                         cij[i * ldc + j] = tile[i * NR_ + j];                \
             }                                                                \
     }                                                                        \
+    /* The small kernel's tile: c[0:rows, 0:NR_] (row stride ldc) = a's     \
+     * rows (strides sa_i, sa_p, read in place: a broadcast of a[i, p] is    \
+     * one load either way) times b[0:k, 0:NR_] (row stride ldb, read in    \
+     * place), every sum from 0 in p order. */                               \
+    __attribute__((target(TGT))) static inline                               \
+        __attribute__((always_inline)) void name##_small_tile_(              \
+            int64_t rows, int64_t k, const T *restrict a, int64_t sa_i,      \
+            int64_t sa_p, const T *restrict b, int64_t ldb, T *restrict c,   \
+            int64_t ldc)                                                     \
+    {                                                                        \
+        name##_vec acc[MR_][NV];                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                acc[i][v] = (name##_vec){0};                                 \
+        for (int64_t p = 0; p < k; p++) {                                    \
+            name##_vec bv[NV];                                               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                bv[v] = *(const name##_vec *)(b + p * ldb + v * (W));        \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)           \
+            {                                                                \
+                if (i < rows) {                                              \
+                    const T ai = a[i * sa_i + p * sa_p];                     \
+                    _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)     \
+                        acc[i][v] += bv[v] * ai;                             \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                if (i < rows)                                                \
+                    *(name##_vec *)(c + i * ldc + v * (W)) = acc[i][v];      \
+    }                                                                        \
+    /* A full tile of a row-major a or of a's transpose gets a copy with     \
+     * that stride a constant (8 addresses from one base); edge rows the     \
+     * general one. */                                                       \
+    __attribute__((target(TGT))) static void name##_small_tile(              \
+        int64_t rows, int64_t k, const T *a, int64_t sa_i, int64_t sa_p,     \
+        const T *b, int64_t ldb, T *c, int64_t ldc)                          \
+    {                                                                        \
+        if (rows == MR_ && sa_i == 1)                                        \
+            name##_small_tile_(MR_, k, a, 1, sa_p, b, ldb, c, ldc);          \
+        else if (rows == MR_ && sa_p == 1)                                   \
+            name##_small_tile_(MR_, k, a, sa_i, 1, b, ldb, c, ldc);          \
+        else                                                                 \
+            name##_small_tile_(rows, k, a, sa_i, sa_p, b, ldb, c, ldc);      \
+    }                                                                        \
     _Static_assert((MR_) * (W) * (NV) <= TILE_MAX, "tile too big");          \
     _Static_assert(MC_MAX % (MR_) == 0, "MC_MAX not a multiple of MR");      \
     enum { name##_mr = MR_, name##_nr = (W) * (NV), name##_kc = KC_ };
@@ -352,13 +404,17 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         int64_t mr, nr, kc;                                                  \
         void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T *ap,       \
                       const T *bp, T *c, int64_t ldc, bool first);           \
+        /* the small kernel's tile (rows <= mr rows of nr columns) */        \
+        void (*small)(int64_t rows, int64_t k, const T *a, int64_t sa_i,     \
+                      int64_t sa_p, const T *b, int64_t ldb, T *c,           \
+                      int64_t ldc);                                          \
     } gemm_variant_##sfx;
 TG_GEMM_VARIANT(f32, float)
 TG_GEMM_VARIANT(f64, double)
 
 #ifdef TG_GEMM_X86
 #define GEMM_X86_VARIANT(name)                                               \
-    {name##_mr, name##_nr, name##_kc, name##_macro}
+    {name##_mr, name##_nr, name##_kc, name##_macro, name##_small_tile}
 #define GEMM_X86_VARIANTS(sfx)                                               \
     case TG_GEMM_KERNEL_AVX512:                                              \
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);            \
@@ -559,6 +615,94 @@ TG_GEMM_VARIANT(f64, double)
                             min64(NR, nc - j0), first);                       \
     }                                                                         \
                                                                               \
+    /* The generic small tile (see TG_GEMM_SIMD's): rows <= MR rows of NR     \
+     * columns of c = a (in place, any strides) times b (row stride ldb,      \
+     * unit column stride), each sum from 0 in p order. */                    \
+    TG_VECTOR_CLONES static void small_tile_##sfx(                            \
+        int64_t rows, int64_t k, const T *a, int64_t sa_i, int64_t sa_p,      \
+        const T *b, int64_t ldb, T *c, int64_t ldc)                           \
+    {                                                                         \
+        ROWS(GEMM_DECL_##sfx)                                                 \
+        ROWS(GEMM_ZERO)                                                       \
+        for (int64_t p = 0; p < k; p++) {                                     \
+            const T *restrict br = b + p * ldb;                               \
+            const T *ar = a + p * sa_p;                                       \
+            ROWS(GEMM_A_SMALL_##sfx)                                          \
+            for (int j = 0; j < NR; j++) {                                    \
+                ROWS(GEMM_MAC)                                                \
+            }                                                                 \
+        }                                                                     \
+        ROWS(GEMM_STORE_SMALL)                                                \
+    }                                                                         \
+                                                                              \
+    /* The small kernel: c = a @ b with nothing packed, for products whose    \
+     * operands fit in cache. a is read in place through its strides (the    \
+     * micro-kernel broadcasts a[i, p] from wherever it lies); b too when     \
+     * its columns are contiguous, but for the last, partial panel of         \
+     * columns, copied into a zero-padded k x nr block; a b whose rows are    \
+     * strided (W^T in Linear's x @ W^T) is transposed once into a            \
+     * row-major block, its rows padded to whole panels. Then for each        \
+     * panel of nr columns and each tile of mr rows, the variant's tile       \
+     * computes its outputs in full from p = 0 (a tile at c's edge into a     \
+     * buffer, copied out). False, nothing done, without memory for the       \
+     * copy of b. */                                                          \
+    static bool gemm_small_##sfx(const T *a, int64_t sa_i, int64_t sa_p,      \
+                                 const T *b, int64_t sb_p, int64_t sb_j,      \
+                                 T *c, int64_t m, int64_t k, int64_t n,       \
+                                 const gemm_variant_##sfx *v)                 \
+    {                                                                         \
+        int64_t mr = v->mr, nr = v->nr, nfull = n / nr * nr;                  \
+        const T *brow = b, *edge = NULL;                                      \
+        int64_t ldb = sb_p, lde = nr;                                         \
+        void *buf = NULL;                                                     \
+        size_t bytes = 0;                                                     \
+        bool copy_all = sb_j != 1 && n > 1;                                   \
+        if (copy_all || nfull < n) {                                          \
+            int64_t ld = copy_all ? round_up(n, nr) : nr;                     \
+            bytes = sizeof(T) * (size_t)(k * ld) + GEMM_ALIGN;                \
+            buf = tg_block_alloc(bytes);                                      \
+            if (!buf)                                                         \
+                return false;                                                 \
+            T *bt = (T *)(((uintptr_t)buf + GEMM_ALIGN - 1) &                 \
+                          ~(uintptr_t)(GEMM_ALIGN - 1));                      \
+            int64_t j0 = copy_all ? 0 : nfull, w = n - j0;                    \
+            /* bt[p * ld + j] = b[p, j0 + j]: the transpose of b's           \
+             * columns j0.. viewed as the (w, k) matrix they are */           \
+            transpose_##sfx(b + j0 * sb_j, sb_j, sb_p, w, k, bt, ld);         \
+            for (int64_t p = 0; p < k; p++)                                   \
+                for (int64_t j = w; j < ld; j++)                              \
+                    bt[p * ld + j] = 0;                                       \
+            lde = ld;                                                         \
+            edge = bt + (copy_all ? nfull : 0);                               \
+            if (copy_all) {                                                   \
+                brow = bt;                                                    \
+                ldb = ld;                                                     \
+            }                                                                 \
+        }                                                                     \
+        for (int64_t j0 = 0; j0 < n; j0 += nr) {                              \
+            bool full = j0 < nfull;                                           \
+            const T *bj = full ? brow + j0 : edge;                            \
+            int64_t ld = full ? ldb : lde, w = n - j0;                        \
+            for (int64_t i0 = 0; i0 < m; i0 += mr) {                          \
+                int64_t rows = min64(mr, m - i0);                             \
+                const T *ai = a + i0 * sa_i;                                  \
+                if (full) {                                                   \
+                    v->small(rows, k, ai, sa_i, sa_p, bj, ld,                 \
+                             c + i0 * n + j0, n);                             \
+                    continue;                                                 \
+                }                                                             \
+                T tile[TILE_MAX];                                             \
+                v->small(rows, k, ai, sa_i, sa_p, bj, ld, tile, nr);          \
+                for (int64_t i = 0; i < rows; i++)                            \
+                    for (int64_t j = 0; j < w; j++)                           \
+                        c[(i0 + i) * n + j0 + j] = tile[i * nr + j];          \
+            }                                                                 \
+        }                                                                     \
+        if (buf)                                                              \
+            tg_block_free(buf, bytes);                                        \
+        return true;                                                          \
+    }                                                                         \
+                                                                              \
     /* The micro-kernel variant for a product with n columns (see the         \
      * top): a c narrower than the generic tile runs the generic kernel,      \
      * whose narrower tile wastes less on padding, unless a test forced a     \
@@ -571,7 +715,8 @@ TG_GEMM_VARIANT(f64, double)
         switch (kernel) {                                                     \
             GEMM_X86_VARIANTS(sfx)                                            \
         default:                                                              \
-            return (gemm_variant_##sfx){MR, NR, KC, macro_##sfx};             \
+            return (gemm_variant_##sfx){MR, NR, KC, macro_##sfx,              \
+                                        small_tile_##sfx};                    \
         }                                                                     \
     }                                                                         \
                                                                               \
@@ -652,6 +797,15 @@ TG_GEMM_VARIANT(f64, double)
         if (!direct && k > 0) {                                               \
             gemm_variant_##sfx v = variant_##sfx(n);                          \
             int nt = gemm_threads(m, k, n, v.mr);                             \
+            if (path == TG_GEMM_SMALL ||                                      \
+                (path == TG_GEMM_AUTO && nt == 1 && k <= SMALL_MAX_K &&       \
+                 (m * k + k * n) * (int64_t)sizeof(T) <= SMALL_MAX_BYTES)) {  \
+                if (!gemm_small_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \
+                                      n, &v)) /* no memory: direct */         \
+                    gemm_direct_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \
+                                      n);                                     \
+                return;                                                       \
+            }                                                                 \
             /* Row blocks: at least one per thread, at most MC_MAX rows. */   \
             int64_t nblk = (m + MC_MAX - 1) / MC_MAX;                         \
             if (nblk < nt)                                                    \
@@ -708,6 +862,12 @@ TG_GEMM_VARIANT(f64, double)
         for (int64_t j = 0; j < nr; j++)                                     \
             c##i[j] = c[i * ldc + j];
 #define GEMM_MAC(i) c##i[j] += a##i * br[j];
+#define GEMM_A_SMALL_f32(i) const float a##i = i < rows ? ar[i * sa_i] : 0;
+#define GEMM_A_SMALL_f64(i) const double a##i = i < rows ? ar[i * sa_i] : 0;
+#define GEMM_STORE_SMALL(i)                                                  \
+    if (i < rows)                                                            \
+        for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)        \
+            c[i * ldc + j] = c##i[j];
 #define GEMM_STORE_FULL(i)                                                   \
     for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)            \
         c[i * ldc + j] = c##i[j];

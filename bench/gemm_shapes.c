@@ -7,7 +7,9 @@
  * sum per step. Each row is the fastest of several repetitions of a timed
  * loop (the machine may be shared).
  *
- *     gemm_shapes [auto|direct|blocked|columns|small]   (the forced path)
+ *     gemm_shapes [auto|direct|blocked|columns|small [NAME]]
+ * (the forced path; NAME: only the products whose step and name, as
+ * printed, contain it)
  */
 #include "autograd/ops/gemm.h"
 #include "tapegrad.h"
@@ -67,6 +69,11 @@ int main(int argc, char **argv)
     int count = (int)(sizeof products / sizeof products[0]);
     for (int q = 0; q < count; q++) {
         int64_t m = products[q].m, k = products[q].k, n = products[q].n;
+        char name[64];
+        snprintf(name, sizeof name, "%s %s", products[q].step,
+                 products[q].what);
+        if (argc > 2 && !strstr(name, argv[2]))
+            continue;
         double best = 1e30;
         int iters = (int)(2e7 / (double)(m * k * n)) + 1;
         for (int rep = 0; rep < 7; rep++) {

@@ -110,6 +110,8 @@
  * the stack up to NARROW_STACK_A elements, else in a block). */
 #define NARROW_MAX_A 65536
 #define NARROW_STACK_A 4096
+/* The column kernel's sums held in registers: vectors of 64 bytes. */
+#define COLUMN_VECS 4
 /* The direct kernel copies a b of at most this many elements whose rows
  * are strided into a row-major buffer on the stack. */
 #define DIRECT_COPY_MAX_B 4096
@@ -365,6 +367,56 @@ TG_GEMM_SIMD(avx512_f64, "avx512f", double, 8, TG_GEMM_AVX512_MR,
              TG_GEMM_AVX512_NV, TG_GEMM_AVX512_KC / 2)
 TG_GEMM_SIMD(avx2_f32, "avx2", float, 8, 6, 2, 256)
 TG_GEMM_SIMD(avx2_f64, "avx2", double, 4, 6, 2, 128)
+
+/* A W x W block transpose in registers, for the AVX-512 variants (the
+ * small kernel's copy of a strided b, the column kernel's of a strided
+ * a): dst[j * ldd + i] = x[i * s_r + j] for i, j < W. Stage h (W / 2,
+ * ..., 1) swaps bit h of the row index with bit h of the lane index, by
+ * one two-register shuffle per row; after every stage each element (i, j)
+ * sits at (j, i). A copy: no arithmetic, so no bits to keep. */
+#define TG_TR_LO(h, j, W) ((j) & (h) ? (W) + (j) - (h) : (j))
+#define TG_TR_HI(h, j, W) ((j) & (h) ? (W) + (j) : (j) + (h))
+#define TG_TR_IDX_8(F, h, W)                                                 \
+    F(h, 0, W), F(h, 1, W), F(h, 2, W), F(h, 3, W), F(h, 4, W), F(h, 5, W),  \
+        F(h, 6, W), F(h, 7, W)
+#define TG_TR_IDX_16(F, h, W)                                                \
+    TG_TR_IDX_8(F, h, W), F(h, 8, W), F(h, 9, W), F(h, 10, W), F(h, 11, W),  \
+        F(h, 12, W), F(h, 13, W), F(h, 14, W), F(h, 15, W)
+/* One stage: the lane masks are constants, so each shuffle is one
+ * two-register permute. */
+#define TG_TR_STAGE(name, IT, W, h)                                          \
+    if ((h) < (W)) {                                                         \
+        const name##_ivec lo = {TG_TR_IDX_##W(TG_TR_LO, h, W)};              \
+        const name##_ivec hi = {TG_TR_IDX_##W(TG_TR_HI, h, W)};              \
+        _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)               \
+        {                                                                    \
+            if (i & (h))                                                     \
+                continue;                                                    \
+            name##_vec t0 = __builtin_shuffle(r[i], r[i + (h)], lo);         \
+            name##_vec t1 = __builtin_shuffle(r[i], r[i + (h)], hi);         \
+            r[i] = t0;                                                       \
+            r[i + (h)] = t1;                                                 \
+        }                                                                    \
+    }
+#define TG_GEMM_TRANSPOSE(name, TGT, T, IT, W)                               \
+    typedef IT name##_ivec                                                   \
+        __attribute__((vector_size((W) * sizeof(IT))));                      \
+    __attribute__((target(TGT))) static void name##_transpose(               \
+        const T *x, int64_t s_r, T *restrict dst, int64_t ldd)               \
+    {                                                                        \
+        name##_vec r[W];                                                     \
+        _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)               \
+            r[i] = *(const name##_vec *)(x + i * s_r);                       \
+        TG_TR_STAGE(name, IT, W, 8)                                          \
+        TG_TR_STAGE(name, IT, W, 4)                                          \
+        TG_TR_STAGE(name, IT, W, 2)                                          \
+        TG_TR_STAGE(name, IT, W, 1)                                          \
+        _Pragma("GCC unroll 16") for (int j = 0; j < (W); j++)               \
+            *(name##_vec *)(dst + j * ldd) = r[j];                           \
+    }                                                                        \
+    enum { name##_tw = (W) };
+TG_GEMM_TRANSPOSE(avx512_f32, "avx512f", float, int32_t, 16)
+TG_GEMM_TRANSPOSE(avx512_f64, "avx512f", double, int64_t, 8)
 #endif
 
 #ifdef TG_HAVE_OPENBLAS
@@ -420,8 +472,16 @@ TG_GEMM_VARIANT(f64, double)
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);            \
     case TG_GEMM_KERNEL_AVX2:                                                 \
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx2_##sfx);
+/* The register transpose of full blocks when x's rows are contiguous
+ * and the AVX-512 variant runs. */
+#define GEMM_X86_TRANSPOSE(sfx)                                              \
+    if (s_c == 1 && tg_gemm_kernel_in_use() == TG_GEMM_KERNEL_AVX512) {      \
+        block = avx512_##sfx##_transpose;                                    \
+        bs = avx512_##sfx##_tw;                                              \
+    }
 #else
 #define GEMM_X86_VARIANTS(sfx)
+#define GEMM_X86_TRANSPOSE(sfx)
 #endif
 
 /* The kernels, once per type: T the element type, NR its tile width, KC
@@ -464,15 +524,24 @@ TG_GEMM_VARIANT(f64, double)
     }                                                                         \
                                                                               \
     /* dst[q * ldd + r] = x[r * s_r + q * s_c] (r < rows, q < cols): x's     \
-     * transpose, by 16 x 16 blocks, so that a strided side of x or dst     \
-     * touches 16 cache lines at a time rather than one per element. */       \
+     * transpose, by square blocks, so that a strided side of x or dst       \
+     * touches a block's cache lines at a time rather than one per element;  \
+     * full blocks of an x with contiguous rows by the AVX-512 variant's     \
+     * register transpose when that variant runs. */                         \
     static void transpose_##sfx(const T *x, int64_t s_r, int64_t s_c,         \
                                 int64_t rows, int64_t cols, T *restrict dst,  \
                                 int64_t ldd)                                  \
     {                                                                         \
-        for (int64_t r0 = 0; r0 < rows; r0 += 16)                             \
-            for (int64_t q0 = 0; q0 < cols; q0 += 16) {                       \
-                int64_t r1 = min64(r0 + 16, rows), q1 = min64(q0 + 16, cols); \
+        void (*block)(const T *, int64_t, T *restrict, int64_t) = NULL;       \
+        int64_t bs = 16;                                                      \
+        GEMM_X86_TRANSPOSE(sfx)                                               \
+        for (int64_t r0 = 0; r0 < rows; r0 += bs)                             \
+            for (int64_t q0 = 0; q0 < cols; q0 += bs) {                       \
+                int64_t r1 = min64(r0 + bs, rows), q1 = min64(q0 + bs, cols); \
+                if (block && r1 - r0 == bs && q1 - q0 == bs) {                \
+                    block(x + r0 * s_r + q0, s_r, dst + q0 * ldd + r0, ldd);  \
+                    continue;                                                 \
+                }                                                             \
                 for (int64_t r = r0; r < r1; r++)                             \
                     for (int64_t q = q0; q < q1; q++)                         \
                         dst[q * ldd + r] = x[r * s_r + q * s_c];              \
@@ -494,7 +563,6 @@ TG_GEMM_VARIANT(f64, double)
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
         T at_stack[NARROW_STACK_A];  /* a[i, p] at at[p * m + i] */           \
-        T ct[NR / 2 * NARROW_MAX_M]; /* c[i, j] at ct[j * m + i] */           \
         const T *acol = a;                                                    \
         int64_t lda = sa_p;                                                   \
         T *at = NULL;                                                         \
@@ -511,20 +579,43 @@ TG_GEMM_VARIANT(f64, double)
             acol = at;                                                        \
             lda = m;                                                          \
         }                                                                     \
-        for (int64_t j = 0; j < n; j++) {                                     \
-            T *restrict cj = ct + j * m;                                      \
-            for (int64_t i = 0; i < m; i++)                                   \
-                cj[i] = 0;                                                    \
-            for (int64_t p = 0; p < k; p++) {                                 \
-                const T bpj = b[p * sb_p + j * sb_j];                         \
-                const T *restrict ap = acol + p * lda;                        \
-                for (int64_t i = 0; i < m; i++)                               \
-                    cj[i] += ap[i] * bpj;                                     \
+        /* COLUMN_VECS vectors of 64 bytes of one column at a time: their     \
+         * sums stay in registers while p runs (a column in memory would      \
+         * wait on its own stores); the last rows' sums in memory. */         \
+        typedef T colvec                                                      \
+            __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));  \
+        enum { VL = 64 / sizeof(T), ROWS_ = COLUMN_VECS * VL };               \
+        for (int64_t i0 = 0; i0 < m; i0 += ROWS_)                             \
+            for (int64_t j = 0; j < n; j++) {                                 \
+                int64_t h = min64(ROWS_, m - i0);                             \
+                colvec acc[COLUMN_VECS];                                      \
+                for (int v = 0; v < COLUMN_VECS; v++)                         \
+                    acc[v] = (colvec){0};                                     \
+                if (h < ROWS_) {                                              \
+                    /* the last rows: sums in memory */                       \
+                    T part[ROWS_];                                            \
+                    for (int64_t i = 0; i < h; i++)                           \
+                        part[i] = 0;                                          \
+                    for (int64_t p = 0; p < k; p++) {                         \
+                        const T bpj = b[p * sb_p + j * sb_j];                 \
+                        const T *restrict ap = acol + p * lda + i0;           \
+                        for (int64_t i = 0; i < h; i++)                       \
+                            part[i] += ap[i] * bpj;                           \
+                    }                                                         \
+                    for (int64_t i = 0; i < h; i++)                           \
+                        c[(i0 + i) * n + j] = part[i];                        \
+                    continue;                                                 \
+                }                                                             \
+                for (int64_t p = 0; p < k; p++) {                             \
+                    const T bpj = b[p * sb_p + j * sb_j];                     \
+                    const T *ap = acol + p * lda + i0;                        \
+                    _Pragma("GCC unroll 8")                                   \
+                    for (int v = 0; v < COLUMN_VECS; v++)                     \
+                        acc[v] += *(const colvec *)(ap + v * VL) * bpj;       \
+                }                                                             \
+                for (int64_t i = 0; i < h; i++)                               \
+                    c[(i0 + i) * n + j] = acc[i / VL][i % VL];                \
             }                                                                 \
-        }                                                                     \
-        for (int64_t i = 0; i < m; i++)                                       \
-            for (int64_t j = 0; j < n; j++)                                   \
-                c[i * n + j] = ct[j * m + i];                                 \
         if (at_bytes)                                                         \
             tg_block_free(at, at_bytes);                                      \
         return true;                                                          \

@@ -110,8 +110,10 @@
  * the stack up to NARROW_STACK_A elements, else in a block). */
 #define NARROW_MAX_A 65536
 #define NARROW_STACK_A 4096
-/* The column kernel's sums held in registers: vectors of 64 bytes. */
+/* The column kernel's sums held in registers: up to this many vectors
+ * of 64 bytes (its switch is written for 4). */
 #define COLUMN_VECS 4
+_Static_assert(COLUMN_VECS == 4, "gemm_columns' switch counts to 4");
 /* The direct kernel copies a b of at most this many elements whose rows
  * are strided into a row-major buffer on the stack. */
 #define DIRECT_COPY_MAX_B 4096
@@ -548,7 +550,34 @@ TG_GEMM_VARIANT(f64, double)
             }                                                                 \
     }                                                                         \
                                                                               \
+    /* nv vectors of 64 bytes of column j of c (c[i * n], i < nv * VL):      \
+     * sum_p a[i, p] b[p, j] from 0 in p order, the sums in registers while   \
+     * p runs (a column in memory would wait on its own stores). */           \
+    typedef T colvec_##sfx                                                    \
+        __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));      \
+    static inline __attribute__((always_inline)) void column_block_##sfx(     \
+        int nv, int64_t k, const T *a, int64_t lda, const T *b, int64_t sb_p, \
+        T *c, int64_t n)                                                      \
+    {                                                                         \
+        enum { VL = 64 / sizeof(T) };                                         \
+        colvec_##sfx acc[COLUMN_VECS];                                        \
+        for (int v = 0; v < COLUMN_VECS; v++)                                 \
+            acc[v] = (colvec_##sfx){0};                                       \
+        for (int64_t p = 0; p < k; p++) {                                     \
+            const T bpj = b[p * sb_p];                                        \
+            const T *ap = a + p * lda;                                        \
+            _Pragma("GCC unroll 8")                                           \
+            for (int v = 0; v < COLUMN_VECS; v++)                             \
+                if (v < nv)                                                   \
+                    acc[v] += *(const colvec_##sfx *)(ap + v * VL) * bpj;     \
+        }                                                                     \
+        for (int v = 0; v < nv; v++)                                          \
+            for (int l = 0; l < VL; l++)                                      \
+                c[(v * VL + l) * n] = acc[v][l];                              \
+    }                                                                         \
+                                                                              \
     /* The column kernel, for a narrow c: column j of c is built as           \
+
      * c[:, j] = (...(0 + a[:, 0] b[0, j]) + a[:, 1] b[1, j]) + ...,          \
      * vectorised over the rows i, with the same products added in the        \
      * same p order as the other kernels (so the same bits). a's columns      \
@@ -579,43 +608,41 @@ TG_GEMM_VARIANT(f64, double)
             acol = at;                                                        \
             lda = m;                                                          \
         }                                                                     \
-        /* COLUMN_VECS vectors of 64 bytes of one column at a time: their     \
-         * sums stay in registers while p runs (a column in memory would      \
-         * wait on its own stores); the last rows' sums in memory. */         \
-        typedef T colvec                                                      \
-            __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));  \
+        /* Blocks of COLUMN_VECS vectors of rows; the last block ends at m,   \
+         * overlapping the one before (rows computed twice, the same bits);   \
+         * a c of fewer rows takes as many whole vectors as it has, then      \
+         * one row at a time. */                                              \
         enum { VL = 64 / sizeof(T), ROWS_ = COLUMN_VECS * VL };               \
-        for (int64_t i0 = 0; i0 < m; i0 += ROWS_)                             \
+        for (int64_t i0 = 0; i0 < m; i0 += ROWS_) {                           \
+            int64_t s = m >= ROWS_ && i0 + ROWS_ > m ? m - ROWS_ : i0;        \
+            int64_t h = min64(ROWS_, m - s), nv = h / VL;                     \
             for (int64_t j = 0; j < n; j++) {                                 \
-                int64_t h = min64(ROWS_, m - i0);                             \
-                colvec acc[COLUMN_VECS];                                      \
-                for (int v = 0; v < COLUMN_VECS; v++)                         \
-                    acc[v] = (colvec){0};                                     \
-                if (h < ROWS_) {                                              \
-                    /* the last rows: sums in memory */                       \
-                    T part[ROWS_];                                            \
-                    for (int64_t i = 0; i < h; i++)                           \
-                        part[i] = 0;                                          \
-                    for (int64_t p = 0; p < k; p++) {                         \
-                        const T bpj = b[p * sb_p + j * sb_j];                 \
-                        const T *restrict ap = acol + p * lda + i0;           \
-                        for (int64_t i = 0; i < h; i++)                       \
-                            part[i] += ap[i] * bpj;                           \
-                    }                                                         \
-                    for (int64_t i = 0; i < h; i++)                           \
-                        c[(i0 + i) * n + j] = part[i];                        \
-                    continue;                                                 \
+                const T *bj = b + j * sb_j, *as = acol + s;                   \
+                T *cj = c + s * n + j;                                        \
+                switch (nv) {                                                 \
+                case 4:                                                       \
+                    column_block_##sfx(4, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 3:                                                       \
+                    column_block_##sfx(3, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 2:                                                       \
+                    column_block_##sfx(2, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 1:                                                       \
+                    column_block_##sfx(1, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                default:                                                      \
+                    break;                                                    \
                 }                                                             \
-                for (int64_t p = 0; p < k; p++) {                             \
-                    const T bpj = b[p * sb_p + j * sb_j];                     \
-                    const T *ap = acol + p * lda + i0;                        \
-                    _Pragma("GCC unroll 8")                                   \
-                    for (int v = 0; v < COLUMN_VECS; v++)                     \
-                        acc[v] += *(const colvec *)(ap + v * VL) * bpj;       \
+                for (int64_t i = nv * VL; i < h; i++) {                       \
+                    T sum = 0;                                                \
+                    for (int64_t p = 0; p < k; p++)                           \
+                        sum += as[p * lda + i] * bj[p * sb_p];                \
+                    cj[i * n] = sum;                                          \
                 }                                                             \
-                for (int64_t i = 0; i < h; i++)                               \
-                    c[(i0 + i) * n + j] = acc[i / VL][i % VL];                \
             }                                                                 \
+        }                                                                     \
         if (at_bytes)                                                         \
             tg_block_free(at, at_bytes);                                      \
         return true;                                                          \
@@ -881,16 +908,18 @@ TG_GEMM_VARIANT(f64, double)
                 return;                                                       \
             path = TG_GEMM_DIRECT; /* no memory; direct needs none */         \
         }                                                                     \
+        bool small_fits = k > 0 && k <= SMALL_MAX_K &&                        \
+                          (m * k + k * n) * (int64_t)sizeof(T) <=             \
+                              SMALL_MAX_BYTES;                                \
         bool direct = path == TG_GEMM_DIRECT ||                               \
-                      (path == TG_GEMM_AUTO &&                                \
+                      (path == TG_GEMM_AUTO && !small_fits &&                 \
                         (m < MR / 2 ||                                        \
                         (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
         if (!direct && k > 0) {                                               \
             gemm_variant_##sfx v = variant_##sfx(n);                          \
             int nt = gemm_threads(m, k, n, v.mr);                             \
             if (path == TG_GEMM_SMALL ||                                      \
-                (path == TG_GEMM_AUTO && nt == 1 && k <= SMALL_MAX_K &&       \
-                 (m * k + k * n) * (int64_t)sizeof(T) <= SMALL_MAX_BYTES)) {  \
+                (path == TG_GEMM_AUTO && nt == 1 && small_fits)) {            \
                 if (!gemm_small_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \
                                       n, &v)) /* no memory: direct */         \
                     gemm_direct_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \

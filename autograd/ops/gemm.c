@@ -77,9 +77,9 @@
  * Packing reads the operands through their strides, so a transposed view
  * costs nothing extra, and pads edge panels with zeros, so the micro-
  * kernel has fixed trip counts (an x86 variant computes a tile at c's
- * edge in a full-size buffer, copied out). The work is split by row blocks of c:
- * every output is computed by one thread, whole, so the thread count
- * cannot change a result.
+ * edge in a full-size buffer, copied out). The work is split by row
+ * blocks of c: every output is computed by one thread, whole, so the
+ * thread count cannot change a result.
  *
  * The micro-kernels. The generic one is plain C that GCC vectorises (MR
  * rows of NR lanes, the rows spelt out so the accumulators stay in

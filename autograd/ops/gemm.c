@@ -63,9 +63,9 @@
  *     Row i of c as sum_p a[i, p] b[p, :], in place.
  *   - blocked: everything else (large products, several threads).
  * On the medium MLP step's (256, 128, 128) products at 1 thread on an AMD
- * EPYC (Zen 5) the small kernel ran at 215-235 GFLOP/s against 180-190
+ * EPYC (Zen 5) the small kernel ran at 205-240 GFLOP/s against 180-190
  * for the blocked one, which packed both operands on every call; on the
- * (32, 32, 32) ones 0.30-0.40 us against 0.73-0.98 (bench/gemm_shapes.c
+ * (32, 32, 32) ones 0.31-0.41 us against 0.74-0.98 (bench/gemm_shapes.c
  * times each product of both steps).
  *
  * The blocked kernel (after Goto and van de Geijn, "Anatomy of high-

@@ -2,8 +2,10 @@
  * autograd/ops/gemm.c - the fast float kernels of tg_matmul: a cache-
  * blocked product with packed panels and a register-tiled micro-kernel
  * (plain C, or written for AVX2 or AVX-512 registers and chosen at run
- * time), a direct kernel for small products, and the optional OpenBLAS
- * call. One (m, k) @ (k, n) block per call; matmul.c loops the batch.
+ * time), a small kernel that runs the same register tiles on operands
+ * read in place, a column kernel for narrow products, a direct kernel,
+ * and the optional OpenBLAS call. One (m, k) @ (k, n) block per call;
+ * matmul.c loops the batch.
  *
  * This file is not the reference: matmul.c's naive triple loop is. It is
  * not a BLAS either: no alpha/beta, no FMA, one blocking per micro-kernel.
@@ -17,7 +19,8 @@
  * contract one, and no micro-kernel asks for one (an FMA rounds once, so
  * a kernel with FMAs would give other bits than one without, and a CPU
  * without FMA would need the slow software fma). So the direct kernel,
- * the column kernel, the blocked one, every micro-kernel variant
+ * the column kernel, the small one, the blocked one, every micro-kernel
+ * variant
  * (generic, AVX2, AVX-512: each tile shape only decides which c[i, j]
  * are computed together),
  * every thread count, every blocking size and every target_clones
@@ -32,6 +35,39 @@
  * its own order with FMAs; the same bound holds for it (an FMA rounds
  * once where the plain code rounds twice).
  *
+ * Which kernel runs (gemm_portable; TG_GEMM_* in gemm.h forces one):
+ *   - column: c narrower than half the generic tile (n < NR / 2: Linear's
+ *     last layer, its weight gradient for 2 inputs), m <= NARROW_MAX_M, a
+ *     at most NARROW_MAX_A elements. Vectorised over the rows of c: a
+ *     column of c at a time, COLUMN_VECS vectors of its sums in registers
+ *     while p runs. a's columns are read in place when contiguous (a =
+ *     g^T in dW = g^T @ x). A row-major a (h in y = h @ W^T) the AVX-512
+ *     variant transposes block by block in registers and uses each block
+ *     at once (k <= COLUMN_MAX_K; (256, 128, 3): 7.6-10 -> 2.2 us); else
+ *     a is transposed first into a buffer (on the stack when small), by
+ *     16 x 16 blocks.
+ *   - small: one thread, a and b together at most SMALL_MAX_BYTES (in L2)
+ *     and k <= SMALL_MAX_K (a k x 32 panel of b in L1): every product of
+ *     a small training step (Linear(128, 128) at batch 256, the (32, 32,
+ *     32) ones of a tiny MLP). Nothing is packed: packing a buys nothing
+ *     when a is in cache, as the micro-kernel's broadcast of a[i, p] is
+ *     one load wherever a[i, p] lies. The variant's tile (AVX-512 8 x 32)
+ *     reads a through its strides and b's rows in place; a b with strided
+ *     rows (W^T in y = x @ W^T) is transposed once into a row-major block
+ *     (register transposes as above), and a partial last panel of b's
+ *     columns is copied into a zero-padded one. Each tile's outputs are
+ *     computed whole, from p = 0; a tile at c's right edge goes through a
+ *     buffer.
+ *   - direct: forced, or with no memory for another kernel's buffers, or a
+ *     small product (or m < MR / 2) that the small kernel does not take.
+ *     Row i of c as sum_p a[i, p] b[p, :], in place.
+ *   - blocked: everything else (large products, several threads).
+ * On the medium MLP step's (256, 128, 128) products at 1 thread on an AMD
+ * EPYC (Zen 5) the small kernel ran at 205-240 GFLOP/s against 180-190
+ * for the blocked one, which packed both operands on every call; on the
+ * (32, 32, 32) ones 0.31-0.41 us against 0.74-0.98 (bench/gemm_shapes.c
+ * times each product of both steps).
+ *
  * The blocked kernel (after Goto and van de Geijn, "Anatomy of high-
  * performance matrix multiplication", 2008, and BLIS):
  *   for each column block jc (NC columns) and k-block pc (KC):
@@ -42,9 +78,10 @@
  *         of c held in registers while p runs over the k-block.
  * Packing reads the operands through their strides, so a transposed view
  * costs nothing extra, and pads edge panels with zeros, so the micro-
- * kernel has fixed trip counts. The work is split by row blocks of c:
- * every output is computed by one thread, whole, so the thread count
- * cannot change a result.
+ * kernel has fixed trip counts (an x86 variant computes a tile at c's
+ * edge in a full-size buffer, copied out). The work is split by row
+ * blocks of c: every output is computed by one thread, whole, so the
+ * thread count cannot change a result.
  *
  * The micro-kernels. The generic one is plain C that GCC vectorises (MR
  * rows of NR lanes, the rows spelt out so the accumulators stay in
@@ -97,21 +134,35 @@
 #define TILE_MAX 512
 /* The packing buffers' alignment, in bytes: a cache line. */
 #define GEMM_ALIGN 64
-/* Below this many multiply-adds the direct kernel runs, unless c is
- * narrow: packing would cost more than it saves. It also runs when a has
- * fewer than MR / 2 rows (a tile would be mostly padding); a narrow c
- * (n < NR / 2) takes the column kernel when it fits (below), else the
- * blocked kernel, whose padded tiles still beat the direct kernel's short
- * vector loops. */
+/* A product the small kernel does not take (below) runs the direct
+ * kernel below this many multiply-adds, unless c is narrow: packing would
+ * cost more than it saves. So does one whose a has fewer than MR / 2 rows
+ * (a tile would be mostly padding); a narrow c (n < NR / 2) takes the
+ * column kernel when it fits (below), else the blocked kernel, whose
+ * padded tiles still beat the direct kernel's short vector loops. */
 #define DIRECT_MAX_WORK 8192
 /* A narrow c (n < NR / 2) of a small product (a at most NARROW_MAX_A
- * elements, at most NARROW_MAX_M rows) takes the column kernel: no
- * padding, no packing but a copy of a when its columns are strided. */
-#define NARROW_MAX_A 4096
+ * elements, in L2; at most NARROW_MAX_M rows) takes the column kernel: no
+ * padding, no packing but a copy of a when its columns are strided (on
+ * the stack up to NARROW_STACK_A elements, else in a block). */
+#define NARROW_MAX_A 65536
+#define NARROW_STACK_A 4096
+/* The column kernel's sums held in registers: up to this many vectors
+ * of 64 bytes (its switch is written for 4). */
+#define COLUMN_VECS 4
+_Static_assert(COLUMN_VECS == 4, "gemm_columns' switch counts to 4");
+/* The AVX-512 column kernel's copy of b, k x 8, is on the stack. */
+#define COLUMN_MAX_K 512
 /* The direct kernel copies a b of at most this many elements whose rows
  * are strided into a row-major buffer on the stack. */
 #define DIRECT_COPY_MAX_B 4096
 #define NARROW_MAX_M 512
+/* A product on one thread whose a and b together take at most
+ * SMALL_MAX_BYTES (they stay in L2) and whose k is at most SMALL_MAX_K (a
+ * k x 32 panel of float b stays in L1) runs the small kernel: nothing
+ * packed. */
+#define SMALL_MAX_BYTES (INT64_C(256) * 1024)
+#define SMALL_MAX_K 256
 /* Work (multiply-adds) per thread below which a thread does not pay. */
 #define GEMM_MIN_WORK_PER_THREAD (INT64_C(1) << 18)
 
@@ -286,6 +337,52 @@ static int gemm_threads(int64_t m, int64_t k, int64_t n, int64_t mr)
                         cij[i * ldc + j] = tile[i * NR_ + j];                \
             }                                                                \
     }                                                                        \
+    /* The small kernel's tile: c[0:rows, 0:NR_] (row stride ldc) = a's     \
+     * rows (strides sa_i, sa_p, read in place: a broadcast of a[i, p] is    \
+     * one load either way) times b[0:k, 0:NR_] (row stride ldb, read in    \
+     * place), every sum from 0 in p order. */                               \
+    __attribute__((target(TGT))) static inline                               \
+        __attribute__((always_inline)) void name##_small_tile_(              \
+            int64_t rows, int64_t k, const T *restrict a, int64_t sa_i,      \
+            int64_t sa_p, const T *restrict b, int64_t ldb, T *restrict c,   \
+            int64_t ldc)                                                     \
+    {                                                                        \
+        name##_vec acc[MR_][NV];                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                acc[i][v] = (name##_vec){0};                                 \
+        for (int64_t p = 0; p < k; p++) {                                    \
+            name##_vec bv[NV];                                               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                bv[v] = *(const name##_vec *)(b + p * ldb + v * (W));        \
+            _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)           \
+            {                                                                \
+                if (i < rows) {                                              \
+                    const T ai = a[i * sa_i + p * sa_p];                     \
+                    _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)     \
+                        acc[i][v] += bv[v] * ai;                             \
+                }                                                            \
+            }                                                                \
+        }                                                                    \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR_; i++)               \
+            _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)             \
+                if (i < rows)                                                \
+                    *(name##_vec *)(c + i * ldc + v * (W)) = acc[i][v];      \
+    }                                                                        \
+    /* A full tile of a row-major a or of a's transpose gets a copy with     \
+     * that stride a constant (8 addresses from one base); edge rows the     \
+     * general one. */                                                       \
+    __attribute__((target(TGT))) static void name##_small_tile(              \
+        int64_t rows, int64_t k, const T *a, int64_t sa_i, int64_t sa_p,     \
+        const T *b, int64_t ldb, T *c, int64_t ldc)                          \
+    {                                                                        \
+        if (rows == MR_ && sa_i == 1)                                        \
+            name##_small_tile_(MR_, k, a, 1, sa_p, b, ldb, c, ldc);          \
+        else if (rows == MR_ && sa_p == 1)                                   \
+            name##_small_tile_(MR_, k, a, sa_i, 1, b, ldb, c, ldc);          \
+        else                                                                 \
+            name##_small_tile_(rows, k, a, sa_i, sa_p, b, ldb, c, ldc);      \
+    }                                                                        \
     _Static_assert((MR_) * (W) * (NV) <= TILE_MAX, "tile too big");          \
     _Static_assert(MC_MAX % (MR_) == 0, "MC_MAX not a multiple of MR");      \
     enum { name##_mr = MR_, name##_nr = (W) * (NV), name##_kc = KC_ };
@@ -311,6 +408,116 @@ TG_GEMM_SIMD(avx512_f64, "avx512f", double, 8, TG_GEMM_AVX512_MR,
              TG_GEMM_AVX512_NV, TG_GEMM_AVX512_KC / 2)
 TG_GEMM_SIMD(avx2_f32, "avx2", float, 8, 6, 2, 256)
 TG_GEMM_SIMD(avx2_f64, "avx2", double, 4, 6, 2, 128)
+
+/* A W x W block transpose in registers, for the AVX-512 variants (the
+ * small kernel's copy of a strided b, the column kernel's of a strided
+ * a): dst[j * ldd + i] = x[i * s_r + j] for i, j < W. Stage h (W / 2,
+ * ..., 1) swaps bit h of the row index with bit h of the lane index, by
+ * one two-register shuffle per row; after every stage each element (i, j)
+ * sits at (j, i). A copy: no arithmetic, so no bits to keep. */
+#define TG_TR_LO(h, j, W) ((j) & (h) ? (W) + (j) - (h) : (j))
+#define TG_TR_HI(h, j, W) ((j) & (h) ? (W) + (j) : (j) + (h))
+#define TG_TR_IDX_8(F, h, W)                                                 \
+    F(h, 0, W), F(h, 1, W), F(h, 2, W), F(h, 3, W), F(h, 4, W), F(h, 5, W),  \
+        F(h, 6, W), F(h, 7, W)
+#define TG_TR_IDX_16(F, h, W)                                                \
+    TG_TR_IDX_8(F, h, W), F(h, 8, W), F(h, 9, W), F(h, 10, W), F(h, 11, W),  \
+        F(h, 12, W), F(h, 13, W), F(h, 14, W), F(h, 15, W)
+/* One stage: the lane masks are constants, so each shuffle is one
+ * two-register permute. */
+#define TG_TR_STAGE(name, IT, W, h)                                          \
+    if ((h) < (W)) {                                                         \
+        const name##_ivec lo = {TG_TR_IDX_##W(TG_TR_LO, h, W)};              \
+        const name##_ivec hi = {TG_TR_IDX_##W(TG_TR_HI, h, W)};              \
+        _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)               \
+        {                                                                    \
+            if (i & (h))                                                     \
+                continue;                                                    \
+            name##_vec t0 = __builtin_shuffle(r[i], r[i + (h)], lo);         \
+            name##_vec t1 = __builtin_shuffle(r[i], r[i + (h)], hi);         \
+            r[i] = t0;                                                       \
+            r[i + (h)] = t1;                                                 \
+        }                                                                    \
+    }
+#define TG_TR_STAGES(name, IT, W)                                            \
+    TG_TR_STAGE(name, IT, W, 8)                                              \
+    TG_TR_STAGE(name, IT, W, 4)                                              \
+    TG_TR_STAGE(name, IT, W, 2)                                              \
+    TG_TR_STAGE(name, IT, W, 1)
+#define TG_GEMM_TRANSPOSE(name, TGT, T, IT, W)                               \
+    typedef IT name##_ivec                                                   \
+        __attribute__((vector_size((W) * sizeof(IT))));                      \
+    __attribute__((target(TGT))) static void name##_transpose(               \
+        const T *x, int64_t s_r, T *restrict dst, int64_t ldd)               \
+    {                                                                        \
+        name##_vec r[W];                                                     \
+        _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)               \
+            r[i] = *(const name##_vec *)(x + i * s_r);                       \
+        TG_TR_STAGES(name, IT, W)                                            \
+        _Pragma("GCC unroll 16") for (int j = 0; j < (W); j++)               \
+            *(name##_vec *)(dst + j * ldd) = r[j];                           \
+    }                                                                        \
+    /* The column kernel (see gemm_columns) for an a with contiguous rows,   \
+     * m >= W, n < 8 and k <= COLUMN_MAX_K, without a's transposed copy: W   \
+     * rows of c at a time (the last W end at m, overlapping: the same       \
+     * bits), each W x W block of a transposed in registers, its columns     \
+     * a[i0:i0+W, p] multiplied by b[p, j] into n vectors of sums, p in      \
+     * order. b is first copied to bp[p * 8 + j]; N is n, a constant in      \
+     * each copy of the loop. */                                             \
+    __attribute__((target(TGT))) static inline                               \
+        __attribute__((always_inline)) void name##_columns_n(                \
+            const int N, const T *a, int64_t sa_i, const T *bp, T *c,        \
+            int64_t m, int64_t k)                                            \
+    {                                                                        \
+        for (int64_t i0 = 0; i0 < m; i0 += (W)) {                            \
+            int64_t s = i0 + (W) > m ? m - (W) : i0;                         \
+            const T *as = a + s * sa_i;                                      \
+            name##_vec acc[8];                                               \
+            _Pragma("GCC unroll 8") for (int j = 0; j < N; j++)              \
+                acc[j] = (name##_vec){0};                                    \
+            int64_t p0 = 0;                                                  \
+            for (; p0 + (W) <= k; p0 += (W)) {                               \
+                name##_vec r[W];                                             \
+                _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)       \
+                    r[i] = *(const name##_vec *)(as + i * sa_i + p0);        \
+                TG_TR_STAGES(name, IT, W)                                    \
+                _Pragma("GCC unroll 16") for (int q = 0; q < (W); q++)       \
+                    _Pragma("GCC unroll 8") for (int j = 0; j < N; j++)      \
+                        acc[j] += r[q] * bp[(p0 + q) * 8 + j];               \
+            }                                                                \
+            for (; p0 < k; p0++) {                                           \
+                name##_vec col;                                              \
+                for (int i = 0; i < (W); i++)                                \
+                    col[i] = as[i * sa_i + p0];                              \
+                _Pragma("GCC unroll 8") for (int j = 0; j < N; j++)          \
+                    acc[j] += col * bp[p0 * 8 + j];                          \
+            }                                                                \
+            for (int j = 0; j < N; j++)                                      \
+                for (int i = 0; i < (W); i++)                                \
+                    c[(s + i) * N + j] = acc[j][i];                          \
+        }                                                                    \
+    }                                                                        \
+    __attribute__((target(TGT))) static void name##_columns(                 \
+        const T *a, int64_t sa_i, const T *b, int64_t sb_p, int64_t sb_j,    \
+        T *c, int64_t m, int64_t k, int64_t n)                               \
+    {                                                                        \
+        T bp[COLUMN_MAX_K * 8];                                              \
+        for (int64_t p = 0; p < k; p++)                                      \
+            for (int64_t j = 0; j < n; j++)                                  \
+                bp[p * 8 + j] = b[p * sb_p + j * sb_j];                      \
+        switch (n) {                                                         \
+        case 1: name##_columns_n(1, a, sa_i, bp, c, m, k); break;            \
+        case 2: name##_columns_n(2, a, sa_i, bp, c, m, k); break;            \
+        case 3: name##_columns_n(3, a, sa_i, bp, c, m, k); break;            \
+        case 4: name##_columns_n(4, a, sa_i, bp, c, m, k); break;            \
+        case 5: name##_columns_n(5, a, sa_i, bp, c, m, k); break;            \
+        case 6: name##_columns_n(6, a, sa_i, bp, c, m, k); break;            \
+        default: name##_columns_n(7, a, sa_i, bp, c, m, k); break;           \
+        }                                                                    \
+    }                                                                        \
+    enum { name##_tw = (W) };
+TG_GEMM_TRANSPOSE(avx512_f32, "avx512f", float, int32_t, 16)
+TG_GEMM_TRANSPOSE(avx512_f64, "avx512f", double, int64_t, 8)
 #endif
 
 #ifdef TG_HAVE_OPENBLAS
@@ -350,20 +557,42 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t s_r, int64_t s_c,
         int64_t mr, nr, kc;                                                  \
         void (*macro)(int64_t mc, int64_t nc, int64_t kc, const T *ap,       \
                       const T *bp, T *c, int64_t ldc, bool first);           \
+        /* the small kernel's tile (rows <= mr rows of nr columns) */        \
+        void (*small)(int64_t rows, int64_t k, const T *a, int64_t sa_i,     \
+                      int64_t sa_p, const T *b, int64_t ldb, T *c,           \
+                      int64_t ldc);                                          \
     } gemm_variant_##sfx;
 TG_GEMM_VARIANT(f32, float)
 TG_GEMM_VARIANT(f64, double)
 
 #ifdef TG_GEMM_X86
 #define GEMM_X86_VARIANT(name)                                               \
-    {name##_mr, name##_nr, name##_kc, name##_macro}
+    {name##_mr, name##_nr, name##_kc, name##_macro, name##_small_tile}
 #define GEMM_X86_VARIANTS(sfx)                                               \
     case TG_GEMM_KERNEL_AVX512:                                              \
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx512_##sfx);            \
     case TG_GEMM_KERNEL_AVX2:                                                 \
         return (gemm_variant_##sfx)GEMM_X86_VARIANT(avx2_##sfx);
+/* The register transpose of full blocks when x's rows are contiguous
+ * and the AVX-512 variant runs. */
+#define GEMM_X86_TRANSPOSE(sfx)                                              \
+    if (s_c == 1 && tg_gemm_kernel_in_use() == TG_GEMM_KERNEL_AVX512) {      \
+        block = avx512_##sfx##_transpose;                                    \
+        bs = avx512_##sfx##_tw;                                              \
+    }
+/* The AVX-512 column kernel for a narrow c and an a with contiguous rows
+ * (it returns from gemm_columns). */
+#define GEMM_X86_COLUMNS(sfx)                                                \
+    if (sa_p == 1 && sa_i != 1 && m >= avx512_##sfx##_tw && n < 8 &&        \
+        k <= COLUMN_MAX_K &&                                                 \
+        tg_gemm_kernel_in_use() == TG_GEMM_KERNEL_AVX512) {                  \
+        avx512_##sfx##_columns(a, sa_i, b, sb_p, sb_j, c, m, k, n);          \
+        return true;                                                         \
+    }
 #else
 #define GEMM_X86_VARIANTS(sfx)
+#define GEMM_X86_TRANSPOSE(sfx)
+#define GEMM_X86_COLUMNS(sfx)
 #endif
 
 /* The kernels, once per type: T the element type, NR its tile width, KC
@@ -405,43 +634,128 @@ TG_GEMM_VARIANT(f64, double)
         }                                                                     \
     }                                                                         \
                                                                               \
+    /* dst[q * ldd + r] = x[r * s_r + q * s_c] (r < rows, q < cols): x's     \
+     * transpose, by square blocks, so that a strided side of x or dst       \
+     * touches a block's cache lines at a time rather than one per element;  \
+     * full blocks of an x with contiguous rows by the AVX-512 variant's     \
+     * register transpose when that variant runs. */                         \
+    static void transpose_##sfx(const T *x, int64_t s_r, int64_t s_c,         \
+                                int64_t rows, int64_t cols, T *restrict dst,  \
+                                int64_t ldd)                                  \
+    {                                                                         \
+        void (*block)(const T *, int64_t, T *restrict, int64_t) = NULL;       \
+        int64_t bs = 16;                                                      \
+        GEMM_X86_TRANSPOSE(sfx)                                               \
+        for (int64_t r0 = 0; r0 < rows; r0 += bs)                             \
+            for (int64_t q0 = 0; q0 < cols; q0 += bs) {                       \
+                int64_t r1 = min64(r0 + bs, rows), q1 = min64(q0 + bs, cols); \
+                if (block && r1 - r0 == bs && q1 - q0 == bs) {                \
+                    block(x + r0 * s_r + q0, s_r, dst + q0 * ldd + r0, ldd);  \
+                    continue;                                                 \
+                }                                                             \
+                for (int64_t r = r0; r < r1; r++)                             \
+                    for (int64_t q = q0; q < q1; q++)                         \
+                        dst[q * ldd + r] = x[r * s_r + q * s_c];              \
+            }                                                                 \
+    }                                                                         \
+                                                                              \
+    /* nv vectors of 64 bytes of column j of c (c[i * n], i < nv * VL):      \
+     * sum_p a[i, p] b[p, j] from 0 in p order, the sums in registers while   \
+     * p runs (a column in memory would wait on its own stores). */           \
+    typedef T colvec_##sfx                                                    \
+        __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));      \
+    static inline __attribute__((always_inline)) void column_block_##sfx(     \
+        int nv, int64_t k, const T *a, int64_t lda, const T *b, int64_t sb_p, \
+        T *c, int64_t n)                                                      \
+    {                                                                         \
+        enum { VL = 64 / sizeof(T) };                                         \
+        colvec_##sfx acc[COLUMN_VECS];                                        \
+        for (int v = 0; v < COLUMN_VECS; v++)                                 \
+            acc[v] = (colvec_##sfx){0};                                       \
+        for (int64_t p = 0; p < k; p++) {                                     \
+            const T bpj = b[p * sb_p];                                        \
+            const T *ap = a + p * lda;                                        \
+            _Pragma("GCC unroll 8")                                           \
+            for (int v = 0; v < COLUMN_VECS; v++)                             \
+                if (v < nv)                                                   \
+                    acc[v] += *(const colvec_##sfx *)(ap + v * VL) * bpj;     \
+        }                                                                     \
+        for (int v = 0; v < nv; v++)                                          \
+            for (int l = 0; l < VL; l++)                                      \
+                c[(v * VL + l) * n] = acc[v][l];                              \
+    }                                                                         \
+                                                                              \
     /* The column kernel, for a narrow c: column j of c is built as           \
+
      * c[:, j] = (...(0 + a[:, 0] b[0, j]) + a[:, 1] b[1, j]) + ...,          \
      * vectorised over the rows i, with the same products added in the        \
-     * same p order as the other kernels (so the same bits); a's columns      \
-     * are first copied contiguous when they are not. The blocked kernel      \
-     * would pad each row of c to NR columns, the direct one run vector       \
-     * loops of n < NR / 2 lanes. Needs m <= NARROW_MAX_M, m k <=             \
-     * NARROW_MAX_A, n < NR / 2. */                                           \
-    TG_VECTOR_CLONES static void gemm_columns_##sfx(                          \
+     * same p order as the other kernels (so the same bits). a's columns      \
+     * are read in place when contiguous (a = g^T in Linear's dW), else       \
+     * first transposed into a buffer (on the stack when small). The          \
+     * blocked kernel would pad each row of c to NR columns, the direct one   \
+     * run vector loops of n < NR / 2 lanes. Runs on any shape; chosen for   \
+     * n < NR / 2, m <= NARROW_MAX_M, m k <= NARROW_MAX_A. False, nothing     \
+     * done, when the buffer cannot be allocated. */                          \
+    TG_VECTOR_CLONES static bool gemm_columns_##sfx(                          \
         const T *a, int64_t sa_i, int64_t sa_p, const T *b, int64_t sb_p,     \
         int64_t sb_j, T *restrict c, int64_t m, int64_t k, int64_t n)         \
     {                                                                         \
-        T at[NARROW_MAX_A];          /* a[i, p] at at[p * m + i] */           \
-        T ct[NR / 2 * NARROW_MAX_M]; /* c[i, j] at ct[j * m + i] */           \
+        T at_stack[NARROW_STACK_A];  /* a[i, p] at at[p * m + i] */           \
         const T *acol = a;                                                    \
         int64_t lda = sa_p;                                                   \
-        if (sa_i != 1) {                                                      \
-            for (int64_t p = 0; p < k; p++)                                   \
-                for (int64_t i = 0; i < m; i++)                               \
-                    at[p * m + i] = a[i * sa_i + p * sa_p];                   \
+        T *at = NULL;                                                         \
+        size_t at_bytes = 0;                                                  \
+        GEMM_X86_COLUMNS(sfx)                                                 \
+        if (sa_i != 1 && m > 1) {                                             \
+            at = at_stack;                                                    \
+            if (m * k > NARROW_STACK_A) {                                     \
+                at_bytes = sizeof(T) * (size_t)(m * k);                       \
+                at = tg_block_alloc(at_bytes);                                \
+                if (!at)                                                      \
+                    return false;                                             \
+            }                                                                 \
+            transpose_##sfx(a, sa_i, sa_p, m, k, at, m);                      \
             acol = at;                                                        \
             lda = m;                                                          \
         }                                                                     \
-        for (int64_t j = 0; j < n; j++) {                                     \
-            T *restrict cj = ct + j * m;                                      \
-            for (int64_t i = 0; i < m; i++)                                   \
-                cj[i] = 0;                                                    \
-            for (int64_t p = 0; p < k; p++) {                                 \
-                const T bpj = b[p * sb_p + j * sb_j];                         \
-                const T *restrict ap = acol + p * lda;                        \
-                for (int64_t i = 0; i < m; i++)                               \
-                    cj[i] += ap[i] * bpj;                                     \
+        /* Blocks of COLUMN_VECS vectors of rows; the last block ends at m,   \
+         * overlapping the one before (rows computed twice, the same bits);   \
+         * a c of fewer rows takes as many whole vectors as it has, then      \
+         * one row at a time. */                                              \
+        enum { VL = 64 / sizeof(T), ROWS_ = COLUMN_VECS * VL };               \
+        for (int64_t i0 = 0; i0 < m; i0 += ROWS_) {                           \
+            int64_t s = m >= ROWS_ && i0 + ROWS_ > m ? m - ROWS_ : i0;        \
+            int64_t h = min64(ROWS_, m - s), nv = h / VL;                     \
+            for (int64_t j = 0; j < n; j++) {                                 \
+                const T *bj = b + j * sb_j, *as = acol + s;                   \
+                T *cj = c + s * n + j;                                        \
+                switch (nv) {                                                 \
+                case 4:                                                       \
+                    column_block_##sfx(4, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 3:                                                       \
+                    column_block_##sfx(3, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 2:                                                       \
+                    column_block_##sfx(2, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                case 1:                                                       \
+                    column_block_##sfx(1, k, as, lda, bj, sb_p, cj, n);       \
+                    break;                                                    \
+                default:                                                      \
+                    break;                                                    \
+                }                                                             \
+                for (int64_t i = nv * VL; i < h; i++) {                       \
+                    T sum = 0;                                                \
+                    for (int64_t p = 0; p < k; p++)                           \
+                        sum += as[p * lda + i] * bj[p * sb_p];                \
+                    cj[i * n] = sum;                                          \
+                }                                                             \
             }                                                                 \
         }                                                                     \
-        for (int64_t i = 0; i < m; i++)                                       \
-            for (int64_t j = 0; j < n; j++)                                   \
-                c[i * n + j] = ct[j * m + i];                                 \
+        if (at_bytes)                                                         \
+            tg_block_free(at, at_bytes);                                      \
+        return true;                                                          \
     }                                                                         \
                                                                               \
     /* bp <- b[0:kc, 0:nc] as panels of nr columns: panel q holds             \
@@ -529,6 +843,94 @@ TG_GEMM_VARIANT(f64, double)
                             min64(NR, nc - j0), first);                       \
     }                                                                         \
                                                                               \
+    /* The generic small tile (see TG_GEMM_SIMD's): rows <= MR rows of NR     \
+     * columns of c = a (in place, any strides) times b (row stride ldb,      \
+     * unit column stride), each sum from 0 in p order. */                    \
+    TG_VECTOR_CLONES static void small_tile_##sfx(                            \
+        int64_t rows, int64_t k, const T *a, int64_t sa_i, int64_t sa_p,      \
+        const T *b, int64_t ldb, T *c, int64_t ldc)                           \
+    {                                                                         \
+        ROWS(GEMM_DECL_##sfx)                                                 \
+        ROWS(GEMM_ZERO)                                                       \
+        for (int64_t p = 0; p < k; p++) {                                     \
+            const T *restrict br = b + p * ldb;                               \
+            const T *ar = a + p * sa_p;                                       \
+            ROWS(GEMM_A_SMALL_##sfx)                                          \
+            for (int j = 0; j < NR; j++) {                                    \
+                ROWS(GEMM_MAC)                                                \
+            }                                                                 \
+        }                                                                     \
+        ROWS(GEMM_STORE_SMALL)                                                \
+    }                                                                         \
+                                                                              \
+    /* The small kernel: c = a @ b with nothing packed, for products whose    \
+     * operands fit in cache. a is read in place through its strides (the    \
+     * micro-kernel broadcasts a[i, p] from wherever it lies); b too when     \
+     * its columns are contiguous, but for the last, partial panel of         \
+     * columns, copied into a zero-padded k x nr block; a b whose rows are    \
+     * strided (W^T in Linear's x @ W^T) is transposed once into a            \
+     * row-major block, its rows padded to whole panels. Then for each        \
+     * panel of nr columns and each tile of mr rows, the variant's tile       \
+     * computes its outputs in full from p = 0 (a tile at c's edge into a     \
+     * buffer, copied out). False, nothing done, without memory for the       \
+     * copy of b. */                                                          \
+    static bool gemm_small_##sfx(const T *a, int64_t sa_i, int64_t sa_p,      \
+                                 const T *b, int64_t sb_p, int64_t sb_j,      \
+                                 T *c, int64_t m, int64_t k, int64_t n,       \
+                                 const gemm_variant_##sfx *v)                 \
+    {                                                                         \
+        int64_t mr = v->mr, nr = v->nr, nfull = n / nr * nr;                  \
+        const T *brow = b, *edge = NULL;                                      \
+        int64_t ldb = sb_p, lde = nr;                                         \
+        void *buf = NULL;                                                     \
+        size_t bytes = 0;                                                     \
+        bool copy_all = sb_j != 1 && n > 1;                                   \
+        if (copy_all || nfull < n) {                                          \
+            int64_t ld = copy_all ? round_up(n, nr) : nr;                     \
+            bytes = sizeof(T) * (size_t)(k * ld) + GEMM_ALIGN;                \
+            buf = tg_block_alloc(bytes);                                      \
+            if (!buf)                                                         \
+                return false;                                                 \
+            T *bt = (T *)(((uintptr_t)buf + GEMM_ALIGN - 1) &                 \
+                          ~(uintptr_t)(GEMM_ALIGN - 1));                      \
+            int64_t j0 = copy_all ? 0 : nfull, w = n - j0;                    \
+            /* bt[p * ld + j] = b[p, j0 + j]: the transpose of b's           \
+             * columns j0.. viewed as the (w, k) matrix they are */           \
+            transpose_##sfx(b + j0 * sb_j, sb_j, sb_p, w, k, bt, ld);         \
+            for (int64_t p = 0; p < k; p++)                                   \
+                for (int64_t j = w; j < ld; j++)                              \
+                    bt[p * ld + j] = 0;                                       \
+            lde = ld;                                                         \
+            edge = bt + (copy_all ? nfull : 0);                               \
+            if (copy_all) {                                                   \
+                brow = bt;                                                    \
+                ldb = ld;                                                     \
+            }                                                                 \
+        }                                                                     \
+        for (int64_t j0 = 0; j0 < n; j0 += nr) {                              \
+            bool full = j0 < nfull;                                           \
+            const T *bj = full ? brow + j0 : edge;                            \
+            int64_t ld = full ? ldb : lde, w = n - j0;                        \
+            for (int64_t i0 = 0; i0 < m; i0 += mr) {                          \
+                int64_t rows = min64(mr, m - i0);                             \
+                const T *ai = a + i0 * sa_i;                                  \
+                if (full) {                                                   \
+                    v->small(rows, k, ai, sa_i, sa_p, bj, ld,                 \
+                             c + i0 * n + j0, n);                             \
+                    continue;                                                 \
+                }                                                             \
+                T tile[TILE_MAX];                                             \
+                v->small(rows, k, ai, sa_i, sa_p, bj, ld, tile, nr);          \
+                for (int64_t i = 0; i < rows; i++)                            \
+                    for (int64_t j = 0; j < w; j++)                           \
+                        c[(i0 + i) * n + j0 + j] = tile[i * nr + j];          \
+            }                                                                 \
+        }                                                                     \
+        if (buf)                                                              \
+            tg_block_free(buf, bytes);                                        \
+        return true;                                                          \
+    }                                                                         \
+                                                                              \
     /* The micro-kernel variant for a product with n columns (see the         \
      * top): a c narrower than the generic tile runs the generic kernel,      \
      * whose narrower tile wastes less on padding, unless a test forced a     \
@@ -541,7 +943,8 @@ TG_GEMM_VARIANT(f64, double)
         switch (kernel) {                                                     \
             GEMM_X86_VARIANTS(sfx)                                            \
         default:                                                              \
-            return (gemm_variant_##sfx){MR, NR, KC, macro_##sfx};             \
+            return (gemm_variant_##sfx){MR, NR, KC, macro_##sfx,              \
+                                        small_tile_##sfx};                    \
         }                                                                     \
     }                                                                         \
                                                                               \
@@ -611,16 +1014,28 @@ TG_GEMM_VARIANT(f64, double)
             path = TG_GEMM_AUTO;                                              \
         if (path == TG_GEMM_COLUMNS ||                                        \
             (path == TG_GEMM_AUTO && columns_fit && m >= MR / 2)) {           \
-            gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n);     \
-            return;                                                           \
+            if (gemm_columns_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k, n)) \
+                return;                                                       \
+            path = TG_GEMM_DIRECT; /* no memory; direct needs none */         \
         }                                                                     \
+        bool small_fits = k > 0 && k <= SMALL_MAX_K &&                        \
+                          (m * k + k * n) * (int64_t)sizeof(T) <=             \
+                              SMALL_MAX_BYTES;                                \
         bool direct = path == TG_GEMM_DIRECT ||                               \
-                      (path == TG_GEMM_AUTO &&                                \
+                      (path == TG_GEMM_AUTO && !small_fits &&                 \
                         (m < MR / 2 ||                                        \
                         (work <= DIRECT_MAX_WORK && n >= NR / 2)));           \
         if (!direct && k > 0) {                                               \
             gemm_variant_##sfx v = variant_##sfx(n);                          \
             int nt = gemm_threads(m, k, n, v.mr);                             \
+            if (path == TG_GEMM_SMALL ||                                      \
+                (path == TG_GEMM_AUTO && nt == 1 && small_fits)) {            \
+                if (!gemm_small_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \
+                                      n, &v)) /* no memory: direct */         \
+                    gemm_direct_##sfx(a, sa_i, sa_p, b, sb_p, sb_j, c, m, k,  \
+                                      n);                                     \
+                return;                                                       \
+            }                                                                 \
             /* Row blocks: at least one per thread, at most MC_MAX rows. */   \
             int64_t nblk = (m + MC_MAX - 1) / MC_MAX;                         \
             if (nblk < nt)                                                    \
@@ -677,6 +1092,12 @@ TG_GEMM_VARIANT(f64, double)
         for (int64_t j = 0; j < nr; j++)                                     \
             c##i[j] = c[i * ldc + j];
 #define GEMM_MAC(i) c##i[j] += a##i * br[j];
+#define GEMM_A_SMALL_f32(i) const float a##i = i < rows ? ar[i * sa_i] : 0;
+#define GEMM_A_SMALL_f64(i) const double a##i = i < rows ? ar[i * sa_i] : 0;
+#define GEMM_STORE_SMALL(i)                                                  \
+    if (i < rows)                                                            \
+        for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)        \
+            c[i * ldc + j] = c##i[j];
 #define GEMM_STORE_FULL(i)                                                   \
     for (int j = 0; j < (int)(sizeof c##i / sizeof c##i[0]); j++)            \
         c[i * ldc + j] = c##i[j];

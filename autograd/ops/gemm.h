@@ -27,13 +27,14 @@ void tg_gemm_f64(const double *a, int64_t sa_i, int64_t sa_p,
 
 /* Which kernel tg_gemm_* runs, for tests that make each one run: AUTO
  * chooses by size; the others force a kernel where it applies (DIRECT
- * always applies; BLOCKED unless its buffers cannot be allocated). Per
- * thread. */
+ * always applies; BLOCKED and SMALL when k > 0, unless their buffers
+ * cannot be allocated). Per thread. */
 typedef enum tg_gemm_path {
     TG_GEMM_AUTO,
     TG_GEMM_DIRECT,  // no packing: row i of c built as sum_p a[i, p] b[p, :]
     TG_GEMM_BLOCKED, // packed panels, register tiles, threads
     TG_GEMM_COLUMNS, // a narrow c, column by column (when it fits; else AUTO)
+    TG_GEMM_SMALL,   // register tiles, nothing packed: a and b read in place
 } tg_gemm_path;
 void tg_gemm_force_path(tg_gemm_path path);
 

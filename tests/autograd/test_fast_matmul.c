@@ -244,6 +244,11 @@ TG_TEST(fast_matmul, portable_blocked_matches_reference)
     check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_BLOCKED);
 }
 
+TG_TEST(fast_matmul, portable_small_matches_reference)
+{
+    check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_SMALL);
+}
+
 /* TG_KERNELS_FAST: OpenBLAS in a build with it, else the C kernels. */
 TG_TEST(fast_matmul, fast_matches_reference)
 {
@@ -263,7 +268,7 @@ TG_TEST(fast_matmul, strided_and_expanded_operands)
     tg_tensor *col = tg_randn(TG_SHAPE(40, 1), TG_FLOAT32);
     tg_tensor *wide = tg_expand(col, TG_SHAPE(40, 33)); // stride 0 columns
     for (int kern = TG_KERNELS_FAST; kern <= TG_KERNELS_PORTABLE; kern++)
-        for (int path = TG_GEMM_AUTO; path <= TG_GEMM_BLOCKED; path++) {
+        for (int path = TG_GEMM_AUTO; path <= TG_GEMM_SMALL; path++) {
             tg_gemm_force_path((tg_gemm_path)path);
             check_product(a, b, (tg_kernels)kern, "sliced a");
             check_product(b_rows, b, (tg_kernels)kern, "sliced b^T rows");
@@ -338,13 +343,14 @@ TG_TEST(fast_matmul, c_kernels_agree_bit_for_bit)
 /* Without memory for its packing buffers the blocked kernel runs the
  * direct one: the product still succeeds, with the same bits. The direct
  * kernel allocates nothing of its own, so failing the allocation after
- * the ones it needs fails exactly the blocked kernel's buffers. */
-TG_TEST(fast_matmul, blocked_without_memory_falls_back_to_direct)
+ * the ones it needs fails exactly the blocked kernel's buffers. The same
+ * for the small kernel's copy of b (60 columns: a partial panel). */
+static void without_memory_falls_back_to_direct(tg_gemm_path path)
 {
     tg_set_kernels(TG_KERNELS_PORTABLE);
     tg_tensor *a = tg_randn(TG_SHAPE(40, 50), TG_FLOAT32);
     tg_tensor *b = tg_randn(TG_SHAPE(50, 60), TG_FLOAT32);
-    tg_gemm_force_path(TG_GEMM_BLOCKED);
+    tg_gemm_force_path(path);
     tg_tensor *full = tg_matmul(a, b);
     tg_gemm_force_path(TG_GEMM_DIRECT);
     int64_t n = 0; // allocations the direct path needs
@@ -355,7 +361,7 @@ TG_TEST(fast_matmul, blocked_without_memory_falls_back_to_direct)
         tg_fail_allocations_after(-1);
     }
     cr_assert_not_null(direct);
-    tg_gemm_force_path(TG_GEMM_BLOCKED);
+    tg_gemm_force_path(path);
     tg_fail_allocations_after(n - 1);
     tg_tensor *fallback = tg_matmul(a, b);
     tg_fail_allocations_after(-1);
@@ -369,6 +375,16 @@ TG_TEST(fast_matmul, blocked_without_memory_falls_back_to_direct)
     tg_release(full);
     tg_release(a);
     tg_release(b);
+}
+
+TG_TEST(fast_matmul, blocked_without_memory_falls_back_to_direct)
+{
+    without_memory_falls_back_to_direct(TG_GEMM_BLOCKED);
+}
+
+TG_TEST(fast_matmul, small_without_memory_falls_back_to_direct)
+{
+    without_memory_falls_back_to_direct(TG_GEMM_SMALL);
 }
 
 /* ------------------------------------------------------------ backward */
@@ -556,14 +572,15 @@ TG_TEST(fast_matmul, environment_chooses_the_kernel)
         cr_assert_eq(kernel_in_child("avx2"), TG_GEMM_KERNEL_AVX2);
 }
 
-/* Every variant, forced to run the blocked kernel, against the
- * reference on every shape above. */
+/* Every variant, forced to run the blocked kernel and the small one,
+ * against the reference on every shape above. */
 TG_TEST(fast_matmul, each_variant_matches_reference)
 {
     for (int v = 0; v < N_VARIANTS; v++) {
         if (!tg_gemm_force_kernel(variants[v]))
             continue;
         check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_BLOCKED);
+        check_all_shapes(TG_KERNELS_PORTABLE, TG_GEMM_SMALL);
     }
     tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
 }
@@ -578,9 +595,9 @@ static const int64_t awkward[][3] = {
 };
 #define N_AWKWARD (int)(sizeof awkward / sizeof awkward[0])
 
-/* Each variant, on 1 and 2 threads, gives the direct kernel's bits on
- * every awkward shape, float32 and float64, each operand as is or
- * transposed in memory. */
+/* Each variant, blocked on 1 and 2 threads and small, gives the direct
+ * kernel's bits on every awkward shape, float32 and float64, each operand
+ * as is or transposed in memory. */
 TG_TEST(fast_matmul, variants_agree_bit_for_bit)
 {
     int saved_threads = tg_get_num_threads();
@@ -599,18 +616,20 @@ TG_TEST(fast_matmul, variants_agree_bit_for_bit)
                                            : tg_retain(b);
                 tg_gemm_force_path(TG_GEMM_DIRECT);
                 tg_tensor *want = tg_matmul(ua, ub);
-                tg_gemm_force_path(TG_GEMM_BLOCKED);
                 for (int v = 0; v < N_VARIANTS; v++) {
                     if (!tg_gemm_force_kernel(variants[v]))
                         continue;
-                    for (int nt = 1; nt <= 2; nt++) {
-                        tg_set_num_threads(nt);
+                    for (int nt = 1; nt <= 3; nt++) {
+                        /* 3: the small kernel, on one thread */
+                        tg_gemm_force_path(nt == 3 ? TG_GEMM_SMALL
+                                                   : TG_GEMM_BLOCKED);
+                        tg_set_num_threads(nt == 3 ? 1 : nt);
                         tg_tensor *got = tg_matmul(ua, ub);
                         char report[128] = "";
                         cr_assert(same_bits(got, want, report,
                                             sizeof report),
                                   "%lld x %lld x %lld, %s, layout %d, "
-                                  "variant %d, %d threads: %s",
+                                  "variant %d, run %d: %s",
                                   (long long)m, (long long)k, (long long)n,
                                   t ? "float64" : "float32", layout,
                                   (int)variants[v], nt, report);

@@ -9,7 +9,8 @@
  * test_fast_matmul.c), for float32 and float64, with a's and b's rows or
  * columns strided, and on the automatic path as well as forced. The
  * checker (same_bits) is fed a result with one bit flipped and must reject
- * it; a product that does not fit the kernel (n too wide) falls back.
+ * it; a product that does not fit the kernel (n too wide, a too big) or
+ * whose copy of a cannot be allocated falls back.
  * Also here: the direct kernel's copy of a small b whose rows are strided
  * (Linear's x @ W^T) keeps its bits equal to the blocked kernel's.
  */
@@ -19,7 +20,7 @@
 
 #include <string.h>
 
-#define MAXE 8192 // elements of the largest operand below
+#define MAXE 70000 // elements of the largest operand below
 
 static bool same_bits(const void *x, const void *y, size_t bytes)
 {
@@ -40,6 +41,11 @@ TG_TEST(gemm_columns, checker_rejects_one_flipped_bit)
 static const int64_t shapes[][3] = {
     {32, 32, 3}, {32, 32, 2}, {3, 5, 1}, {7, 1, 7}, {100, 40, 5},
     {512, 8, 3}, {6, 0, 2}, {17, 3, 4},
+    /* a bigger than the stack copy: read in place when its columns are
+     * contiguous, else transposed into a block (16 x 16 blocks with
+     * edges); the last is too big for the column kernel */
+    {128, 256, 2}, {300, 100, 3}, {33, 129, 1}, {512, 130, 3},
+    {40, 20, 7}, {24, 33, 6},
 };
 
 static void fill(float *f, double *d, int64_t n, int seed)
@@ -118,6 +124,20 @@ TG_TEST(gemm_columns, automatic_path_agrees_with_direct_bit_for_bit)
     check_paths(TG_GEMM_AUTO, "the automatic path");
 }
 
+/* With each micro-kernel variant the CPU has: the AVX-512 one transposes
+ * a row-major a's blocks in registers, the others copy a transposed. */
+TG_TEST(gemm_columns, each_variant_agrees_with_direct_bit_for_bit)
+{
+    static const tg_gemm_kernel variants[] = {
+        TG_GEMM_KERNEL_GENERIC, TG_GEMM_KERNEL_AVX2, TG_GEMM_KERNEL_AVX512};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        if (!tg_gemm_force_kernel(variants[v]))
+            continue;
+        check_paths(TG_GEMM_COLUMNS, "the column kernel");
+    }
+    tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
+}
+
 /* n = 16 is no narrow product: forced, the column kernel is not used (its
  * buffers hold NR / 2 columns) and the product is still right. */
 TG_TEST(gemm_columns, too_wide_falls_back)
@@ -128,6 +148,25 @@ TG_TEST(gemm_columns, too_wide_falls_back)
     fill(b, bd, 32 * 16, 4);
     product(TG_GEMM_DIRECT, false, a, b, c0, 32, 32, 16, 0);
     product(TG_GEMM_COLUMNS, false, a, b, c1, 32, 32, 16, 0);
+    cr_assert(same_bits(c0, c1, sizeof c0));
+}
+
+/* Without memory for the copy of a big a, the forced column kernel gives
+ * way to the direct kernel, with the same bits (the generic variant: the
+ * AVX-512 one transposes this a in registers, needing no copy). */
+TG_TEST(gemm_columns, no_memory_for_a_falls_back)
+{
+    static float a[300 * 100], b[100 * 3], c0[300 * 3], c1[300 * 3];
+    static double ad[300 * 100], bd[100 * 3];
+    fill(a, ad, 300 * 100, 5);
+    fill(b, bd, 100 * 3, 6);
+    product(TG_GEMM_DIRECT, false, a, b, c0, 300, 100, 3, 0);
+    memset(c1, 0x55, sizeof c1);
+    tg_gemm_force_kernel(TG_GEMM_KERNEL_GENERIC);
+    tg_fail_allocations_after(0);
+    product(TG_GEMM_COLUMNS, false, a, b, c1, 300, 100, 3, 0);
+    tg_fail_allocations_after(-1);
+    tg_gemm_force_kernel(TG_GEMM_KERNEL_AUTO);
     cr_assert(same_bits(c0, c1, sizeof c0));
 }
 

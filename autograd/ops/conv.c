@@ -139,28 +139,55 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
         *q1 = *q0;
 }
 
+/* The images are taken a chunk at a time, so that a chunk's columns stay
+ * in the cache between im2col and the products, and the products are
+ * small enough for the gemm's unpacked small kernel: at most
+ * CONV_CHUNK_COLS output positions (a chunk's N L, which is dw's k) and
+ * CONV_CHUNK_BYTES of columns, at least one image. y and dx come out the
+ * same whatever the chunk (each of their sums runs within one image);
+ * dw_g is the chunks' partial products added in chunk order. */
+#define CONV_CHUNK_COLS 256
+#define CONV_CHUNK_BYTES (INT64_C(128) * 1024)
+
+static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
+{
+    int64_t L = s->ho * s->wo;
+    int64_t by_cols = CONV_CHUNK_COLS / (L > 0 ? L : 1);
+    int64_t by_bytes = CONV_CHUNK_BYTES / (int64_t)((size_t)(K * L) * elem
+                                                     + 1);
+    int64_t nb = by_cols < by_bytes ? by_cols : by_bytes;
+    if (nb > s->n)
+        nb = s->n;
+    return nb < 1 ? 1 : nb;
+}
+
 /* For float and double: im2col, col2im, and the forward and backward of
- * the top of the file on contiguous arrays.
+ * the top of the file on contiguous arrays, over images n0 .. n0 + nb - 1
+ * (a chunk; NL below is nb L).
  *
- * im2col_*: cols (K, N L) of group g; row (c, i, j), column (n, p, q).
+ * im2col_*: cols (K, nb L) of group g; row (c, i, j), column (n - n0, p,
+ *   q).
  * col2im_*: the reverse, adding: dx[element im2col read] += cols[...].
- * conv_forward_*: y (N, O, L) from x and w; tmp (O/G, N L); b may be NULL.
- * conv_backward_*: dyg (O/G, N L) and tmp (K, N L) are scratch; dx (zeroed)
- *   and dw may be NULL when not needed. */
+ * conv_forward_*: y (N, O, L) from x and w; cols (K, chunk L) and tmp
+ *   (O/G, chunk L) are scratch; b may be NULL.
+ * conv_backward_*: cols and tmp (K, chunk L), dyg (O/G, chunk L) and part
+ *   (O/G, K) are scratch; dx and dw (both zeroed) may be NULL when not
+ *   needed. */
 #define TG_CONV_KERNELS(sfx, T, GEMM)                                       \
     static void im2col_##sfx(const T *x, const conv_geom *s, int64_t g,    \
-                             T *cols)                                      \
+                             int64_t n0, int64_t nb, T *cols)              \
     {                                                                       \
-        int64_t cg = s->c / s->groups, L = s->ho * s->wo, NL = s->n * L;   \
+        int64_t cg = s->c / s->groups, L = s->ho * s->wo, NL = nb * L;     \
         for (int64_t c = 0; c < cg; c++)                                    \
             for (int64_t i = 0; i < s->kh; i++)                             \
                 for (int64_t j = 0; j < s->kw; j++) {                       \
                     T *row = cols + ((c * s->kh + i) * s->kw + j) * NL;     \
                     int64_t q0, q1;                                         \
                     inside_cols(s, j, &q0, &q1);                            \
-                    for (int64_t n = 0; n < s->n; n++) {                    \
+                    for (int64_t n = 0; n < nb; n++) {                      \
                         const T *plane =                                    \
-                            x + (n * s->c + g * cg + c) * s->h * s->w;      \
+                            x + ((n0 + n) * s->c + g * cg + c) * s->h *     \
+                                    s->w;                                   \
                         for (int64_t p = 0; p < s->ho; p++) {               \
                             T *dst = row + n * L + p * s->wo;               \
                             int64_t ih = p * s->sh - s->ph + i * s->dh;     \
@@ -188,9 +215,9 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
     }                                                                       \
                                                                             \
     static void col2im_##sfx(const T *cols, const conv_geom *s, int64_t g, \
-                             T *dx)                                        \
+                             int64_t n0, int64_t nb, T *dx)                \
     {                                                                       \
-        int64_t cg = s->c / s->groups, L = s->ho * s->wo, NL = s->n * L;   \
+        int64_t cg = s->c / s->groups, L = s->ho * s->wo, NL = nb * L;     \
         for (int64_t c = 0; c < cg; c++)                                    \
             for (int64_t i = 0; i < s->kh; i++)                             \
                 for (int64_t j = 0; j < s->kw; j++) {                       \
@@ -198,9 +225,9 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
                         cols + ((c * s->kh + i) * s->kw + j) * NL;          \
                     int64_t q0, q1;                                         \
                     inside_cols(s, j, &q0, &q1);                            \
-                    for (int64_t n = 0; n < s->n; n++) {                    \
-                        T *plane =                                          \
-                            dx + (n * s->c + g * cg + c) * s->h * s->w;     \
+                    for (int64_t n = 0; n < nb; n++) {                      \
+                        T *plane = dx + ((n0 + n) * s->c + g * cg + c) *    \
+                                            s->h * s->w;                    \
                         for (int64_t p = 0; p < s->ho; p++) {               \
                             int64_t ih = p * s->sh - s->ph + i * s->dh;     \
                             if (ih < 0 || ih >= s->h)                       \
@@ -219,19 +246,23 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
                                    const conv_geom *s, T *y, T *cols,      \
                                    T *tmp)                                 \
     {                                                                       \
-        int64_t og = s->o / s->groups, L = s->ho * s->wo, NL = s->n * L;   \
+        int64_t og = s->o / s->groups, L = s->ho * s->wo;                   \
         int64_t K = s->c / s->groups * s->kh * s->kw;                       \
-        for (int64_t g = 0; g < s->groups; g++) {                           \
-            im2col_##sfx(x, s, g, cols);                                    \
-            /* y_g = w_g (og, K) @ cols (K, NL) */                          \
-            GEMM(w + g * og * K, K, 1, cols, NL, 1, tmp, og, K, NL);        \
-            for (int64_t o = 0; o < og; o++) {                              \
-                T bias = b ? b[g * og + o] : (T)0;                          \
-                for (int64_t n = 0; n < s->n; n++) {                        \
-                    const T *src = tmp + o * NL + n * L;                    \
-                    T *dst = y + (n * s->o + g * og + o) * L;               \
-                    for (int64_t l = 0; l < L; l++)                         \
-                        dst[l] = src[l] + bias;                             \
+        int64_t chunk = conv_chunk(s, K, sizeof(T));                        \
+        for (int64_t n0 = 0; n0 < s->n; n0 += chunk) {                      \
+            int64_t nb = s->n - n0 < chunk ? s->n - n0 : chunk, NL = nb * L; \
+            for (int64_t g = 0; g < s->groups; g++) {                       \
+                im2col_##sfx(x, s, g, n0, nb, cols);                        \
+                /* y_g = w_g (og, K) @ cols (K, NL) */                      \
+                GEMM(w + g * og * K, K, 1, cols, NL, 1, tmp, og, K, NL);    \
+                for (int64_t o = 0; o < og; o++) {                          \
+                    T bias = b ? b[g * og + o] : (T)0;                      \
+                    for (int64_t n = 0; n < nb; n++) {                      \
+                        const T *src = tmp + o * NL + n * L;                \
+                        T *dst = y + ((n0 + n) * s->o + g * og + o) * L;    \
+                        for (int64_t l = 0; l < L; l++)                     \
+                            dst[l] = src[l] + bias;                         \
+                    }                                                       \
                 }                                                           \
             }                                                               \
         }                                                                   \
@@ -239,23 +270,30 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
                                                                             \
     static void conv_backward_##sfx(const T *x, const T *w, const T *dy,   \
                                     const conv_geom *s, T *dx, T *dw,      \
-                                    T *cols, T *dyg, T *tmp)               \
+                                    T *cols, T *dyg, T *tmp, T *part)      \
     {                                                                       \
-        int64_t og = s->o / s->groups, L = s->ho * s->wo, NL = s->n * L;   \
+        int64_t og = s->o / s->groups, L = s->ho * s->wo;                   \
         int64_t K = s->c / s->groups * s->kh * s->kw;                       \
-        for (int64_t g = 0; g < s->groups; g++) {                           \
-            for (int64_t o = 0; o < og; o++)                                \
-                for (int64_t n = 0; n < s->n; n++)                          \
-                    memcpy(dyg + o * NL + n * L,                            \
-                           dy + (n * s->o + g * og + o) * L,                \
-                           sizeof(T) * (size_t)L);                          \
-            if (dw) { /* dw_g = dy_g (og, NL) @ cols^T (NL, K) */           \
-                im2col_##sfx(x, s, g, cols);                                \
-                GEMM(dyg, NL, 1, cols, 1, NL, dw + g * og * K, og, NL, K);  \
-            }                                                               \
-            if (dx) { /* dcols = w_g^T (K, og) @ dy_g (og, NL) */           \
-                GEMM(w + g * og * K, 1, K, dyg, NL, 1, tmp, K, og, NL);     \
-                col2im_##sfx(tmp, s, g, dx);                                \
+        int64_t chunk = conv_chunk(s, K, sizeof(T));                        \
+        for (int64_t n0 = 0; n0 < s->n; n0 += chunk) {                      \
+            int64_t nb = s->n - n0 < chunk ? s->n - n0 : chunk, NL = nb * L; \
+            for (int64_t g = 0; g < s->groups; g++) {                       \
+                for (int64_t o = 0; o < og; o++)                            \
+                    for (int64_t n = 0; n < nb; n++)                        \
+                        memcpy(dyg + o * NL + n * L,                        \
+                               dy + ((n0 + n) * s->o + g * og + o) * L,     \
+                               sizeof(T) * (size_t)L);                      \
+                if (dw) { /* dw_g += dy_g (og, NL) @ cols^T (NL, K) */      \
+                    im2col_##sfx(x, s, g, n0, nb, cols);                    \
+                    GEMM(dyg, NL, 1, cols, 1, NL, part, og, NL, K);         \
+                    T *dwg = dw + g * og * K;                               \
+                    for (int64_t e = 0; e < og * K; e++)                    \
+                        dwg[e] += part[e];                                  \
+                }                                                           \
+                if (dx) { /* dcols = w_g^T (K, og) @ dy_g (og, NL) */       \
+                    GEMM(w + g * og * K, 1, K, dyg, NL, 1, tmp, K, og, NL); \
+                    col2im_##sfx(tmp, s, g, n0, nb, dx);                    \
+                }                                                           \
             }                                                               \
         }                                                                   \
     }
@@ -461,7 +499,8 @@ static tg_tensor *conv_compute(const tg_tensor *x, const tg_tensor *w,
         tg_release(y);
         return NULL;
     }
-    int64_t K = s->c / s->groups * s->kh * s->kw, NL = s->n * s->ho * s->wo;
+    int64_t K = s->c / s->groups * s->kh * s->kw;
+    int64_t NL = conv_chunk(s, K, tg_dtype_size(x->dtype)) * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, tshape[2] = {s->o / s->groups, NL};
     tg_tensor *cols = tg_shape_check("tg_conv2d", cshape, 2) < 0
                           ? NULL
@@ -521,24 +560,30 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
                       const tg_tensor *dy, const conv_geom *s, tg_tensor *dx,
                       tg_tensor *dw)
 {
-    int64_t K = s->c / s->groups * s->kh * s->kw, NL = s->n * s->ho * s->wo;
+    int64_t K = s->c / s->groups * s->kh * s->kw;
+    int64_t NL = conv_chunk(s, K, tg_dtype_size(dy->dtype)) * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, gshape[2] = {s->o / s->groups, NL};
+    int64_t pshape[2] = {s->o / s->groups, K};
     tg_tensor *cols = tg_alloc(cshape, 2, dy->dtype);
     tg_tensor *dyg = cols ? tg_alloc(gshape, 2, dy->dtype) : NULL;
     tg_tensor *tmp = dyg ? tg_alloc(cshape, 2, dy->dtype) : NULL;
-    bool ok = tmp != NULL;
+    tg_tensor *part = tmp ? tg_alloc(pshape, 2, dy->dtype) : NULL;
+    bool ok = part != NULL;
     if (ok && dy->dtype == TG_FLOAT32)
         conv_backward_f32(x ? tg_data_f32(x) : NULL,
                           w ? tg_data_f32(w) : NULL, tg_data_f32(dy), s,
                           dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
-                          tg_data_f32(dyg), tg_data_f32(tmp));
+                          tg_data_f32(dyg), tg_data_f32(tmp),
+                          tg_data_f32(part));
     else if (ok)
         conv_backward_f64(x ? tg_data_f64(x) : NULL,
                           w ? tg_data_f64(w) : NULL, tg_data_f64(dy), s,
                           dx ? tg_data_f64(dx) : NULL,
                           dw ? tg_data_f64(dw) : NULL, tg_data_f64(cols),
-                          tg_data_f64(dyg), tg_data_f64(tmp));
+                          tg_data_f64(dyg), tg_data_f64(tmp),
+                          tg_data_f64(part));
+    tg_release(part);
     tg_release(tmp);
     tg_release(dyg);
     tg_release(cols);

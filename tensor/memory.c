@@ -8,6 +8,7 @@
  * leaves its arguments usable. The countdown is per thread: a test that
  * injects failures never disturbs another thread's work.
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <pthread.h>
@@ -284,7 +285,8 @@ static void small_setup(void)
  * after they came back on is as large as any request of its class. */
 static bool small_on(const small_lists *l)
 {
-    return CACHE_ON && !l->closed && cache_on() && !tg_debug_enabled();
+    return CACHE_ON && !l->closed && cache_on() &&
+           !(tg_debug_switches_now() & TG_DEBUG_MODE);
 }
 
 void *tg_block_alloc(size_t size)

@@ -195,7 +195,9 @@ static _Thread_local thread_memory memory = {.allocations_left = -1};
 
 static thread_memory *this_thread(void)
 {
-    return &memory;
+    thread_memory *m = &memory;
+    tg_tls_keep(m);
+    return m;
 }
 
 int64_t tg_fail_allocations_after(int64_t n)

@@ -26,9 +26,10 @@ typedef struct tg_tensor_debug {
 
 /* The two switches as every tensor's creation and release read them: -1
  * until the environment is read, then TG_DEBUG_MODE | TG_DEBUG_LEAK_CHECK
- * for those on. One relaxed load inline (the creation of a tensor asked
- * a function in debug.c twice, and its release once more), the same
- * values as debug.c's own switches, which set it. */
+ * for those on. One relaxed load inline, where making a tensor called
+ * into debug.c to learn whether it is tracked and freeing a small block
+ * to learn whether the debug mode is on. debug.c sets it from its own
+ * switches whenever they change. */
 enum { TG_DEBUG_MODE = 1, TG_DEBUG_LEAK_CHECK = 2 };
 extern atomic_int tg_debug_switches;
 

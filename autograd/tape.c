@@ -72,7 +72,7 @@ static uint64_t tape_id(void)
     tape *tp = this_tape();
     if (!tp->id)
         tp->id = atomic_fetch_add_explicit(&tapes_numbered, 1,
-                                                memory_order_relaxed) + 1;
+                                           memory_order_relaxed) + 1;
     return tp->id;
 }
 
@@ -175,9 +175,9 @@ static void node_empty(tg_node *n)
 
 void tg_node_unref(tg_node *n)
 {
-    tape *tp = this_tape();
     if (--n->refs > 0)
         return;
+    tape *tp = this_tape();
     /* Queue it; the loop below frees the queue, including the nodes that
      * freeing this one lets go. */
     n->next_dying = tp->dying;
@@ -208,11 +208,10 @@ void tg_node_unref(tg_node *n)
 /* The hooks tensor/ calls. */
 static bool tensor_freed(tg_tensor *t)
 {
-    tape *tp = this_tape();
     tg_node *n = t->grad_fn;
     if (n->out != t)
         return true;
-    if (n->tape_id != tp->id) {
+    if (n->tape_id != the_tape.id) {
         foreign_graph_error("tg_release", "the tensor released", t);
         return false;
     }

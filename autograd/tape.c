@@ -54,16 +54,26 @@ typedef struct tape {
 
 static _Thread_local tape the_tape;
 
+/* The calling thread's tape, for a function that uses it more than once:
+ * kept in a register (tg_tls_keep) instead of asked again at each use. */
+static tape *this_tape(void)
+{
+    tape *tp = &the_tape;
+    tg_tls_keep(tp);
+    return tp;
+}
+
 /* Numbers the tapes, so that a node knows which thread's tape holds it.
  * (Not the tape's address: a new thread may get a finished one's.) */
 static _Atomic uint64_t tapes_numbered;
 
 static uint64_t tape_id(void)
 {
-    if (!the_tape.id)
-        the_tape.id = atomic_fetch_add_explicit(&tapes_numbered, 1,
-                                                memory_order_relaxed) + 1;
-    return the_tape.id;
+    tape *tp = this_tape();
+    if (!tp->id)
+        tp->id = atomic_fetch_add_explicit(&tapes_numbered, 1,
+                                           memory_order_relaxed) + 1;
+    return tp->id;
 }
 
 /* Reports, as fn, that t was made on another thread's tape. Such a graph
@@ -167,31 +177,32 @@ void tg_node_unref(tg_node *n)
 {
     if (--n->refs > 0)
         return;
+    tape *tp = this_tape();
     /* Queue it; the loop below frees the queue, including the nodes that
      * freeing this one lets go. */
-    n->next_dying = the_tape.dying;
-    the_tape.dying = n;
-    if (the_tape.freeing)
+    n->next_dying = tp->dying;
+    tp->dying = n;
+    if (tp->freeing)
         return;
-    the_tape.freeing = true;
-    while (the_tape.dying) {
-        tg_node *d = the_tape.dying;
-        the_tape.dying = d->next_dying;
+    tp->freeing = true;
+    while (tp->dying) {
+        tg_node *d = tp->dying;
+        tp->dying = d->next_dying;
         node_empty(d);
         if (d->on_tape) {
             if (d->prev)
                 d->prev->next = d->next;
             else
-                the_tape.first = d->next;
+                tp->first = d->next;
             if (d->next)
                 d->next->prev = d->prev;
             else
-                the_tape.last = d->prev;
-            the_tape.size--;
+                tp->last = d->prev;
+            tp->size--;
         }
         tg_block_free(d, node_bytes(d));
     }
-    the_tape.freeing = false;
+    tp->freeing = false;
 }
 
 /* The hooks tensor/ calls. */
@@ -294,6 +305,7 @@ tg_node *tg_node_new(const char *name, tg_backward_fn backward,
 
 void tg_node_attach(tg_node *n, tg_tensor *out)
 {
+    tape *tp = this_tape();
     tg_set_autograd_hooks(&hooks);
     n->out = out;
     n->out_dtype = out->dtype;
@@ -304,14 +316,14 @@ void tg_node_attach(tg_node *n, tg_tensor *out)
     out->grad_fn = n;
     n->on_tape = true;
     n->tape_id = tape_id();
-    n->seq = ++the_tape.appended;
-    n->prev = the_tape.last;
-    if (the_tape.last)
-        the_tape.last->next = n;
+    n->seq = ++tp->appended;
+    n->prev = tp->last;
+    if (tp->last)
+        tp->last->next = n;
     else
-        the_tape.first = n;
-    the_tape.last = n;
-    the_tape.size++;
+        tp->first = n;
+    tp->last = n;
+    tp->size++;
 }
 
 void tg_node_discard(tg_node *n)
@@ -691,10 +703,11 @@ static int check_extra_slots(const tg_node *n, tg_tensor **grads,
 static int node_backward_into(tg_node *n, const tg_backward_options *o,
                               tg_tensor **grads, int nslots)
 {
+    tape *tp = this_tape();
     tg_clear_error();
-    the_tape.in_backward = n->name;
+    tp->in_backward = n->name;
     int rc = n->backward(n, n->grad, grads);
-    the_tape.in_backward = NULL;
+    tp->in_backward = NULL;
     /* A failed backward's own message comes first. */
     if (check_extra_slots(n, grads, nslots, rc == 0) < 0 && rc == 0)
         goto fail;
@@ -774,7 +787,7 @@ static int node_backward(tg_node *n, const tg_backward_options *o)
      * empty (a backward that writes past its inputs is caught there, not
      * beyond the array): on the stack for up to TG_MAX_INPUTS inputs,
      * allocated for an op with more (tg_cat of many tensors). */
-    tg_tensor *few[2 * TG_MAX_INPUTS] = {0};
+    tg_tensor *few[2 * TG_MAX_INPUTS];
     tg_tensor **grads = few;
     int nslots = n->ninputs + TG_MAX_INPUTS;
     if (n->ninputs > TG_MAX_INPUTS &&
@@ -783,6 +796,10 @@ static int node_backward(tg_node *n, const tg_backward_options *o)
                  n->name);
         return -1;
     }
+    /* The slots in use only (`= {0}` cleared all 16 with a rep stos,
+     * whose start-up costs more than these stores). */
+    for (int i = 0; grads == few && i < nslots; i++)
+        few[i] = NULL;
     int result = node_backward_into(n, o, grads, nslots);
     if (grads != few)
         free(grads);
@@ -841,6 +858,7 @@ int tg_backward(tg_tensor *root)
 
 int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
 {
+    tape *tp = this_tape();
     static const tg_backward_options defaults = {0};
     if (!opts)
         opts = &defaults;
@@ -861,17 +879,17 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
         return -1;
     }
     char rs[TG_SHAPE_STR_MAX];
-    if (the_tape.in_backward) {
+    if (tp->in_backward) {
         tg_error("tg_backward",
                  "called from inside the backward of %s\n"
                  "  rule: a backward computes its inputs' gradients from "
                  "what it saved; it cannot start another backward\n"
                  "  hint: compute what you need in the forward and save "
                  "it with tg_ctx_save",
-                 the_tape.in_backward);
+                 tp->in_backward);
         return -1;
     }
-    if (root->grad_fn && root->grad_fn->tape_id != the_tape.id) {
+    if (root->grad_fn && root->grad_fn->tape_id != tp->id) {
         foreign_graph_error("tg_backward", "the root", root);
         return -1;
     }
@@ -905,7 +923,7 @@ int tg_backward_ex(tg_tensor *root, const tg_backward_options *opts)
      * small backward costs the same whatever else is alive), hold every
      * node listed, put the list in reverse execution order and check each
      * node, in that order, before any gradient moves. */
-    uint64_t walk = ++the_tape.walks;
+    uint64_t walk = ++tp->walks;
     int64_t nmarked = 0, cap = 64;
     /* A small list comes from the thread's free lists, as the nodes. */
     tg_node **marked = tg_block_alloc((size_t)cap * sizeof *marked);

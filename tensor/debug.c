@@ -78,6 +78,18 @@ static int env_switch(const char *var, const char *fallback_says)
 
 /* Reads TG_DEBUG and TG_LEAK_CHECK once (two threads may both read them:
  * they read the same values). */
+/* tg_debug_switches from the two switches, once both are read. */
+static void switches_update(void)
+{
+    int d = atomic_load_explicit(&debug_on, memory_order_relaxed);
+    int l = atomic_load_explicit(&leak_check_on, memory_order_relaxed);
+    if (d >= 0 && l >= 0)
+        atomic_store_explicit(&tg_debug_switches,
+                              (d > 0 ? TG_DEBUG_MODE : 0) |
+                                  (l > 0 ? TG_DEBUG_LEAK_CHECK : 0),
+                              memory_order_relaxed);
+}
+
 static void read_environment(void)
 {
     if (atomic_load_explicit(&leak_check_on, memory_order_relaxed) < 0) {
@@ -92,18 +104,15 @@ static void read_environment(void)
             atexit(quarantine_empty);
         atomic_store_explicit(&debug_on, v, memory_order_relaxed);
     }
+    switches_update();
 }
 
-bool tg_debug_tracking(void)
+atomic_int tg_debug_switches = -1;
+
+int tg_debug_switches_read(void)
 {
-    int d = atomic_load_explicit(&debug_on, memory_order_relaxed);
-    int l = atomic_load_explicit(&leak_check_on, memory_order_relaxed);
-    if (d < 0 || l < 0) {
-        read_environment();
-        d = atomic_load_explicit(&debug_on, memory_order_relaxed);
-        l = atomic_load_explicit(&leak_check_on, memory_order_relaxed);
-    }
-    return d > 0 || l > 0;
+    read_environment();
+    return atomic_load_explicit(&tg_debug_switches, memory_order_relaxed);
 }
 
 void tg_set_debug(bool on)
@@ -113,12 +122,12 @@ void tg_set_debug(bool on)
     if (on && !atomic_flag_test_and_set(&exit_hook))
         atexit(quarantine_empty);
     atomic_store_explicit(&debug_on, on, memory_order_relaxed);
+    switches_update();
 }
 
 bool tg_debug_enabled(void)
 {
-    tg_debug_tracking();
-    return atomic_load_explicit(&debug_on, memory_order_relaxed) > 0;
+    return tg_debug_switches_now() & TG_DEBUG_MODE;
 }
 
 tg_tensor *tg_debug_header_new(void)

@@ -13,6 +13,8 @@
 
 #include "internal.h"
 
+#include <stdatomic.h>
+
 typedef struct tg_tensor_debug {
     struct tg_tensor_debug *prev, *next; // the live list, oldest first
     tg_tensor *tensor;                   // the header this record follows
@@ -22,9 +24,30 @@ typedef struct tg_tensor_debug {
     int released_line;
 } tg_tensor_debug;
 
+/* The two switches as every tensor's creation and release read them: -1
+ * until the environment is read, then TG_DEBUG_MODE | TG_DEBUG_LEAK_CHECK
+ * for those on. One relaxed load inline, where making a tensor called
+ * into debug.c to learn whether it is tracked and freeing a small block
+ * to learn whether the debug mode is on. debug.c sets it from its own
+ * switches whenever they change. */
+enum { TG_DEBUG_MODE = 1, TG_DEBUG_LEAK_CHECK = 2 };
+extern atomic_int tg_debug_switches;
+
+/* Reads the environment (once) and returns tg_debug_switches. */
+int tg_debug_switches_read(void);
+
+static inline int tg_debug_switches_now(void)
+{
+    int s = atomic_load_explicit(&tg_debug_switches, memory_order_relaxed);
+    return s >= 0 ? s : tg_debug_switches_read();
+}
+
 /* Whether new tensors are tracked (TG_DEBUG or TG_LEAK_CHECK on). Reads
  * the environment the first time. */
-bool tg_debug_tracking(void);
+static inline bool tg_debug_tracking(void)
+{
+    return tg_debug_switches_now() != 0;
+}
 
 /* A tracked header: the tensor's memory and its record, linked into the
  * live list. Uninitialised except t->debug, which the caller keeps. NULL

@@ -11,6 +11,25 @@
 
 #include "tensor.h"
 
+/* tg_dtype_size in the library's own files: inline, as the kernels ask it
+ * for every tensor they touch and a call through the shared library's
+ * PLT costs more than the answer. (tg_dtype_size)(d) is the function. */
+static inline size_t tg_dtype_size_inline(tg_dtype dtype)
+{
+    return dtype == TG_FLOAT32 ? 4 : 8;
+}
+#define tg_dtype_size(dtype) tg_dtype_size_inline(dtype)
+
+/* Makes p, the address of a thread-local, opaque to the optimiser, so
+ * that a function keeps it in a register: GCC otherwise computes it again
+ * at each use after a call (a call through the TLS descriptor each time;
+ * three per freed block before). Nothing else changes. */
+#if defined(__GNUC__)
+#define tg_tls_keep(p) __asm__("" : "+r"(p))
+#else
+#define tg_tls_keep(p) ((void)(p))
+#endif
+
 /* ------------------------------------------------------------------ errors */
 
 /* A path as messages show it: whole when it has at most TG_PATH_SHOWN_MAX

@@ -8,6 +8,7 @@
  * leaves its arguments usable. The countdown is per thread: a test that
  * injects failures never disturbs another thread's work.
  */
+#include "debug.h"
 #include "internal.h"
 
 #include <pthread.h>
@@ -194,7 +195,9 @@ static _Thread_local thread_memory memory = {.allocations_left = -1};
 
 static thread_memory *this_thread(void)
 {
-    return &memory;
+    thread_memory *m = &memory;
+    tg_tls_keep(m);
+    return m;
 }
 
 int64_t tg_fail_allocations_after(int64_t n)
@@ -284,7 +287,8 @@ static void small_setup(void)
  * after they came back on is as large as any request of its class. */
 static bool small_on(const small_lists *l)
 {
-    return CACHE_ON && !l->closed && cache_on() && !tg_debug_enabled();
+    return CACHE_ON && !l->closed && cache_on() &&
+           !(tg_debug_switches_now() & TG_DEBUG_MODE);
 }
 
 void *tg_block_alloc(size_t size)

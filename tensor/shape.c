@@ -19,9 +19,9 @@ const char *tg_dtype_name(tg_dtype dtype)
     return "unknown";
 }
 
-size_t tg_dtype_size(tg_dtype dtype)
+size_t (tg_dtype_size)(tg_dtype dtype)
 {
-    return dtype == TG_FLOAT32 ? 4 : 8;
+    return tg_dtype_size_inline(dtype);
 }
 
 bool tg_dtype_is_float(tg_dtype dtype)

@@ -112,22 +112,34 @@ static _Thread_local uint64_t tensors_made;
 static void tensor_init(tg_tensor *t, tg_dtype dtype, const int64_t *shape,
                         int ndim, struct tg_tensor_debug *debug)
 {
-    memset(t, 0, sizeof *t);
-    t->serial = ++tensors_made;
-    t->debug = debug;
+    /* Every field written once, the unused dims as zeros: a memset of the
+     * whole header first compiles to a `rep stos`, whose start-up alone
+     * costs more than these stores (a tensor is made about 50 times a
+     * tiny MLP step). */
     t->dtype = dtype;
     t->ndim = ndim;
     /* A zero size anywhere makes numel 0 before any large product can
      * overflow, e.g. (2^40, 2^40, 0). */
-    t->numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        t->shape[d] = shape[d];
-        if (shape[d] == 0)
-            t->numel = 0;
+    bool empty = false;
+    for (int d = 0; d < TG_MAX_DIMS; d++) {
+        t->shape[d] = d < ndim ? shape[d] : 0;
+        t->strides[d] = 0;
+        empty = empty || (d < ndim && shape[d] == 0);
     }
-    for (int d = 0; d < ndim && t->numel; d++)
-        t->numel *= shape[d];
+    int64_t numel = 1;
+    for (int d = 0; d < ndim && !empty; d++)
+        numel *= shape[d];
+    t->offset = 0;
+    t->numel = empty ? 0 : numel;
+    t->storage = NULL;
     t->refcount = 1;
+    t->requires_grad = false;
+    t->retains_grad = false;
+    t->grad = NULL;
+    t->grad_fn = NULL;
+    t->serial = ++tensors_made;
+    t->made_by = NULL;
+    t->debug = debug;
     COUNT_ADD(live_tensors, 1);
 }
 

@@ -108,6 +108,15 @@ static void storage_release(tg_storage *s)
  * tensors 1, 2, 3, ... the same way on every run. */
 static _Thread_local uint64_t tensors_made;
 
+/* tensor_init writes every field of the header by name. A field added to
+ * tg_tensor changes its size and stops the build here until tensor_init
+ * gives it its fresh value (and tests/tensor/test_header_reuse.c checks
+ * it); then update the size. Checked on LP64 targets. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(tg_tensor) == 216,
+               "a field was added to tg_tensor: set it in tensor_init");
+#endif
+
 /* debug: the record of a tracked header (tg_debug_header_new), else NULL. */
 static void tensor_init(tg_tensor *t, tg_dtype dtype, const int64_t *shape,
                         int ndim, struct tg_tensor_debug *debug)

@@ -91,27 +91,41 @@
 /* How many rows ahead that is. */
 #define LN_AHEAD 1
 
-/* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL; d is
- * a scratch row of N doubles. Per row: the mean in one pass, d = x - mean
- * and the variance around the mean in a second, y from d in a third. */
+/* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL.
+ * Per row, two sweeps: the statistics in one (shifted sums, below), then
+ * y = (x - mean) * rstd * w + b.
+ *
+ * The statistics in one sweep, and why they stay accurate when |mean| >>
+ * std. With K the row's first element, the sweep sums d_j = x_j - K and
+ * d_j^2 in double: S1 = sum d_j, S2 = sum d_j^2. Then mean = K + S1 / N
+ * and M2 = sum (x_j - mean)^2 = S2 - S1^2 / N, exactly, in real numbers.
+ * In floating point (u = 2^-53; for float32 x, d_j is even exact unless
+ * the exponents of x_j and K are 29 or more apart) S2 and S1 carry errors
+ * of at most about N u S2 and N u sum |d_j|, and sum |d_j| |S1| / N <= S2
+ * (Cauchy-Schwarz), so M2 is off by at most about 3 N u S2. The
+ * cancellation S2 / M2 is what the one-pass formula fears; with the
+ * shift it is bounded by N + 1: S2 = M2 + N (mean - K)^2, and
+ * (K - mean)^2 = (x_0 - mean)^2 is one of the terms of M2, so S2 <= (N +
+ * 1) M2. M2's relative error is thus below about 3 N (N + 1) u whatever
+ * |mean| / std (for N = 768, 2e-10, far below a float32 ulp; on typical
+ * rows, where (x_0 - mean)^2 is about M2 / N, S2 is about 2 M2 and the
+ * error about 6 N u, as in the two-pass sum), where the unshifted one-pass
+ * sum cancels by mean^2 / var. tests/autograd/test_fast_layer_norm.c
+ * checks rows of mean 1e4 and std 1e-2 against the two-pass reference. */
 #define LAYER_NORM_FORWARD_FAST(NAME, T)                                     \
-    TG_VECTOR_CLONES static void NAME(const T *x, const double *w, const double *b, \
-                               T *y, double *mean, double *rstd, int64_t r0, \
-                               int64_t r1, int64_t N, double eps,            \
-                               double *restrict d)                           \
+    TG_VECTOR_CLONES static void NAME(const T *restrict x,                   \
+                                      const double *restrict w,              \
+                                      const double *restrict b,              \
+                                      T *restrict y, double *mean,           \
+                                      double *rstd, int64_t r0, int64_t r1,  \
+                                      int64_t N, double eps)                 \
     {                                                                        \
         const int64_t nv = N - N % TG_NORM_LANES; /* the whole blocks */     \
         for (int64_t r = r0; r < r1; r++) {                                  \
-            const T *xr = x + r * N;                                         \
-            T *yr = y + r * N;                                               \
-            double acc[TG_NORM_LANES] = {0};                                 \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES)                  \
-                for (int k = 0; k < TG_NORM_LANES; k++)                      \
-                    acc[k] += xr[j + k];                                     \
-            for (int64_t j = nv; j < N; j++)                                 \
-                acc[j - nv] += xr[j];                                        \
-            const double m = tg_norm_lanes_sum(acc) / (double)N;             \
-            double sq[TG_NORM_LANES] = {0};                                  \
+            const T *restrict xr = x + r * N;                                \
+            T *restrict yr = y + r * N;                                      \
+            const double K = xr[0];                                          \
+            double s1[TG_NORM_LANES] = {0}, s2[TG_NORM_LANES] = {0};         \
             int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
             for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
                 LN_PREFETCH(xr + ahead + j, 0);                              \
@@ -121,30 +135,35 @@
                     LN_PREFETCH(yr + ahead + j + 8, 1);                      \
                 }                                                            \
                 for (int k = 0; k < TG_NORM_LANES; k++) {                    \
-                    double dj = xr[j + k] - m;                               \
-                    d[j + k] = dj;                                           \
-                    sq[k] += dj * dj;                                        \
+                    double d = xr[j + k] - K;                                \
+                    s1[k] += d;                                              \
+                    s2[k] += d * d;                                          \
                 }                                                            \
             }                                                                \
             for (int64_t j = nv; j < N; j++) {                               \
-                double dj = xr[j] - m;                                       \
-                d[j] = dj;                                                   \
-                sq[j - nv] += dj * dj;                                       \
+                double d = xr[j] - K;                                        \
+                s1[j - nv] += d;                                             \
+                s2[j - nv] += d * d;                                         \
             }                                                                \
-            const double rs =                                                \
-                1.0 / sqrt(tg_norm_lanes_sum(sq) / (double)N + eps);         \
+            const double S1 = tg_norm_lanes_sum(s1);                         \
+            const double S2 = tg_norm_lanes_sum(s2);                         \
+            const double dm = S1 / (double)N, m = K + dm;                    \
+            double m2 = S2 - S1 * dm;                                        \
+            if (m2 < 0) /* rounding, on a row of (nearly) equal values */    \
+                m2 = 0;                                                      \
+            const double rs = 1.0 / sqrt(m2 / (double)N + eps);              \
             if (w && b)                                                      \
                 for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs * w[j] + b[j]);                    \
+                    yr[j] = (T)((xr[j] - m) * rs * w[j] + b[j]);             \
             else if (w)                                                      \
                 for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs * w[j]);                           \
+                    yr[j] = (T)((xr[j] - m) * rs * w[j]);                    \
             else if (b)                                                      \
                 for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs + b[j]);                           \
+                    yr[j] = (T)((xr[j] - m) * rs + b[j]);                    \
             else                                                             \
                 for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs);                                  \
+                    yr[j] = (T)((xr[j] - m) * rs);                           \
             mean[r] = m;                                                     \
             rstd[r] = rs;                                                    \
         }                                                                    \
@@ -236,15 +255,12 @@ static const double *double_row(tg_dtype dtype, const void *p, int64_t N,
 /* Rows [r0, r1) of the forward, in x's dtype. */
 static void forward_rows(tg_dtype dtype, const void *x, const double *w,
                          const double *b, void *y, double *mean, double *rstd,
-                         int64_t r0, int64_t r1, int64_t N, double eps,
-                         double *d)
+                         int64_t r0, int64_t r1, int64_t N, double eps)
 {
     if (dtype == TG_FLOAT32)
-        layer_norm_forward_fast_f32(x, w, b, y, mean, rstd, r0, r1, N, eps,
-                                    d);
+        layer_norm_forward_fast_f32(x, w, b, y, mean, rstd, r0, r1, N, eps);
     else
-        layer_norm_forward_fast_f64(x, w, b, y, mean, rstd, r0, r1, N, eps,
-                                    d);
+        layer_norm_forward_fast_f64(x, w, b, y, mean, rstd, r0, r1, N, eps);
 }
 
 /* The forward of rows [0, M) on the fast kernels (N >= 1), on as many
@@ -261,38 +277,33 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
     int nt = tg_norm_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
-    /* Scratch: w and b in double (float32 only), and a row of x - mean
-     * per thread. */
+    /* Scratch: w and b in double (float32 only); none otherwise. */
     int64_t params = dtype == TG_FLOAT32 ? (w != NULL) + (b != NULL) : 0;
     /* from the thread's free lists when small (tensor/memory.c): a
      * training step asks for the same scratch on every step */
-    size_t bytes = (size_t)(params + nt) * (size_t)N * sizeof(double);
-    double *scratch = tg_block_alloc(bytes);
-    if (!scratch)
+    size_t bytes = (size_t)params * (size_t)N * sizeof(double);
+    double *scratch = bytes ? tg_block_alloc(bytes) : NULL;
+    if (bytes && !scratch)
         return -1;
     double *next = scratch;
     const double *wd = double_row(dtype, w, N, next, false);
-    if (wd == next)
+    if (wd && wd == next)
         next += N;
     const double *bd = double_row(dtype, b, N, next, false);
-    if (bd == next)
-        next += N;
-    double *rows = next; // x - mean: N per thread
     if (nt == 1) { // a team costs microseconds: small inputs go without
-        forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps, rows);
+        forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps);
+    } else {
+        /* One range of rows per thread (a kernel reads ahead within its
+         * range): the first M % nt ranges have one row more. */
+        TG_OMP(parallel for num_threads(nt) schedule(static))
+        for (int i = 0; i < nt; i++) {
+            int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
+            int64_t r1 = r0 + M / nt + (i < M % nt);
+            forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps);
+        }
+    }
+    if (scratch)
         tg_block_free(scratch, bytes);
-        return 0;
-    }
-    /* One range of rows per thread (a kernel reads ahead within its
-     * range): the first M % nt ranges have one row more. */
-    TG_OMP(parallel for num_threads(nt) schedule(static))
-    for (int i = 0; i < nt; i++) {
-        int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
-        int64_t r1 = r0 + M / nt + (i < M % nt);
-        forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps,
-                     rows + tg_thread_num() * N);
-    }
-    tg_block_free(scratch, bytes);
     return 0;
 }
 

@@ -174,65 +174,109 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
 /* Rows [r0, r1) of the backward, one chunk: dw and db (N doubles each,
  * never NULL) receive this chunk's sums, added to what they hold; dx may
  * be NULL (not needed); w is a double row (N,), ones when the layer has no
- * weight (dy * 1 is dy exactly). xhat and g are scratch rows of N doubles.
- * Per row: pass 1 computes xhat and g, sums g and g * xhat, and adds
- * dy * xhat and dy into dw and db; pass 2 writes dx from xhat and g. */
+ * weight (dy * 1 is dy exactly).
+ *
+ * Rows go in pairs (and a last one alone). Sweep 1 over a pair computes
+ * xhat = (x - mean) rstd and g = dy w for both rows, sums g and g xhat per
+ * row, and adds both rows' dy xhat and dy into dw and db, the first row's
+ * term first: dw[j] + a0 + a1, the additions of a row-by-row loop in the
+ * same order, with half the loads and stores of dw and db. Sweep 2 over
+ * each row computes xhat and g again (the same operations on the same
+ * operands: the same values) from x and dy, still in the cache, and writes
+ * dx: cheaper than storing two rows of doubles in sweep 1 and reading them
+ * back. */
+#define LN_BWD_TERMS(i)                                                      \
+    double xh##i = (x##i[j] - m##i) * rs##i, d##i = dy##i[j];                \
+    double g##i = d##i * w[j];
 #define LAYER_NORM_BACKWARD_FAST(NAME, T)                                    \
-    TG_VECTOR_CLONES static void NAME(const T *dy, const T *x, const double *w, \
-                               const double *mean, const double *rstd,       \
-                               T *dx, double *restrict dw,                   \
-                               double *restrict db, int64_t r0, int64_t r1,  \
-                               int64_t N, double *restrict xhat,             \
-                               double *restrict g)                           \
+    TG_VECTOR_CLONES static void NAME(                                       \
+        const T *restrict dy, const T *restrict x,                           \
+        const double *restrict w, const double *mean, const double *rstd,    \
+        T *restrict dx, double *restrict dw, double *restrict db,            \
+        int64_t r0, int64_t r1, int64_t N)                                   \
     {                                                                        \
-        const int64_t nv = N - N % TG_NORM_LANES;                            \
-        for (int64_t r = r0; r < r1; r++) {                                  \
-            const T *dyr = dy + r * N, *xr = x + r * N;                      \
-            const double m = mean[r], rs = rstd[r];                          \
-            double gs[TG_NORM_LANES] = {0}, gxs[TG_NORM_LANES] = {0};        \
-            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
-            T *dxa = dx ? dx + r * N + ahead : NULL;                         \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
-                LN_PREFETCH(xr + ahead + j, 0);                              \
-                LN_PREFETCH(dyr + ahead + j, 0);                             \
-                if (dxa)                                                     \
-                    LN_PREFETCH(dxa + j, 1);                                 \
-                if (sizeof(T) > 4) { /* two cache lines */                   \
-                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
-                    LN_PREFETCH(dyr + ahead + j + 8, 0);                     \
-                    if (dxa)                                                 \
-                        LN_PREFETCH(dxa + j + 8, 1);                         \
+        for (int64_t r = r0; r < r1; r += 2) {                               \
+            const bool pair = r + 1 < r1;                                    \
+            /* a lone last row: its partner is itself, with no dw, db */     \
+            const int64_t r_1 = pair ? r + 1 : r;                            \
+            const T *x0 = x + r * N, *dy0 = dy + r * N;                      \
+            const T *x1 = x + r_1 * N, *dy1 = dy + r_1 * N;                  \
+            const double m0 = mean[r], rs0 = rstd[r];                        \
+            const double m1 = mean[r_1], rs1 = rstd[r_1];                    \
+            double gs0 = 0, gxs0 = 0, gs1 = 0, gxs1 = 0;                     \
+            int64_t ahead = r + 2 + 1 < r1 ? 2 * N : 0;                      \
+            if (pair) {                                                      \
+                double a[4][TG_NORM_LANES] = {{0}};                          \
+                int64_t j0 = 0;                                              \
+                for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES) {       \
+                    LN_PREFETCH(x0 + ahead + j0, 0);                         \
+                    LN_PREFETCH(dy0 + ahead + j0, 0);                        \
+                    LN_PREFETCH(x1 + ahead + j0, 0);                         \
+                    LN_PREFETCH(dy1 + ahead + j0, 0);                        \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        const int64_t j = j0 + k;                            \
+                        LN_BWD_TERMS(0)                                      \
+                        LN_BWD_TERMS(1)                                      \
+                        a[0][k] += g0;                                       \
+                        a[1][k] += g0 * xh0;                                 \
+                        a[2][k] += g1;                                       \
+                        a[3][k] += g1 * xh1;                                 \
+                        dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                 \
+                        db[j] = db[j] + d0 + d1;                             \
+                    }                                                        \
                 }                                                            \
-                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
-                    double xh = (xr[j + k] - m) * rs;                        \
-                    double d = dyr[j + k];                                   \
-                    double gj = d * w[j + k];                                \
-                    xhat[j + k] = xh;                                        \
-                    g[j + k] = gj;                                           \
-                    gs[k] += gj;                                             \
-                    gxs[k] += gj * xh;                                       \
-                    dw[j + k] += d * xh;                                     \
-                    db[j + k] += d;                                          \
+                for (int64_t j = j0; j < N; j++) {                           \
+                    LN_BWD_TERMS(0)                                          \
+                    LN_BWD_TERMS(1)                                          \
+                    a[0][j - j0] += g0;                                      \
+                    a[1][j - j0] += g0 * xh0;                                \
+                    a[2][j - j0] += g1;                                      \
+                    a[3][j - j0] += g1 * xh1;                                \
+                    dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                     \
+                    db[j] = db[j] + d0 + d1;                                 \
                 }                                                            \
-            }                                                                \
-            for (int64_t j = nv; j < N; j++) {                               \
-                double xh = (xr[j] - m) * rs;                                \
-                double d = dyr[j];                                           \
-                double gj = d * w[j];                                        \
-                xhat[j] = xh;                                                \
-                g[j] = gj;                                                   \
-                gs[j - nv] += gj;                                            \
-                gxs[j - nv] += gj * xh;                                      \
-                dw[j] += d * xh;                                             \
-                db[j] += d;                                                  \
+                gs0 = tg_norm_lanes_sum(a[0]);                               \
+                gxs0 = tg_norm_lanes_sum(a[1]);                              \
+                gs1 = tg_norm_lanes_sum(a[2]);                               \
+                gxs1 = tg_norm_lanes_sum(a[3]);                              \
+            } else {                                                         \
+                double a[2][TG_NORM_LANES] = {{0}};                          \
+                int64_t j0 = 0;                                              \
+                for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES)         \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        const int64_t j = j0 + k;                            \
+                        LN_BWD_TERMS(0)                                      \
+                        a[0][k] += g0;                                       \
+                        a[1][k] += g0 * xh0;                                 \
+                        dw[j] += d0 * xh0;                                   \
+                        db[j] += d0;                                         \
+                    }                                                        \
+                for (int64_t j = j0; j < N; j++) {                           \
+                    LN_BWD_TERMS(0)                                          \
+                    a[0][j - j0] += g0;                                      \
+                    a[1][j - j0] += g0 * xh0;                                \
+                    dw[j] += d0 * xh0;                                       \
+                    db[j] += d0;                                             \
+                }                                                            \
+                gs0 = tg_norm_lanes_sum(a[0]);                               \
+                gxs0 = tg_norm_lanes_sum(a[1]);                              \
             }                                                                \
             if (!dx)                                                         \
                 continue;                                                    \
-            const double g_mean = tg_norm_lanes_sum(gs) / (double)N;         \
-            const double gx_mean = tg_norm_lanes_sum(gxs) / (double)N;       \
-            T *dxr = dx + r * N;                                             \
-            for (int64_t j = 0; j < N; j++)                                  \
-                dxr[j] = (T)(rs * (g[j] - g_mean - xhat[j] * gx_mean));      \
+            const double gm0 = gs0 / (double)N, gxm0 = gxs0 / (double)N;     \
+            T *dx0 = dx + r * N;                                             \
+            for (int64_t j = 0; j < N; j++) {                                \
+                LN_BWD_TERMS(0)                                              \
+                dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));                 \
+            }                                                                \
+            if (!pair)                                                       \
+                continue;                                                    \
+            const double gm1 = gs1 / (double)N, gxm1 = gxs1 / (double)N;     \
+            T *dx1 = dx + r_1 * N;                                           \
+            for (int64_t j = 0; j < N; j++) {                                \
+                LN_BWD_TERMS(1)                                              \
+                dx1[j] = (T)(rs1 * (g1 - gm1 - xh1 * gxm1));                 \
+            }                                                                \
         }                                                                    \
     }
 LAYER_NORM_BACKWARD_FAST(layer_norm_backward_fast_f32, float)
@@ -312,15 +356,14 @@ static void layer_norm_backward_chunk(tg_dtype dtype, const void *dy,
                                       const void *x, const double *w,
                                       const double *mean, const double *rstd,
                                       void *dx, double *dw, double *db,
-                                      int64_t r0, int64_t r1, int64_t N,
-                                      double *rows)
+                                      int64_t r0, int64_t r1, int64_t N)
 {
     if (dtype == TG_FLOAT32)
         layer_norm_backward_fast_f32(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
-                                     N, rows, rows + N);
+                                     N);
     else
         layer_norm_backward_fast_f64(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
-                                     N, rows, rows + N);
+                                     N);
 }
 
 /* The backward of rows [0, M) on the fast kernels (M, N >= 1). w, dx, dw
@@ -353,12 +396,12 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
      * a weight; dw and db when not needed (the kernel sums them anyway);
      * two partial sums per chunk when there is more than one chunk (a
      * single chunk sums into dw and db directly: 0 + s is s, the same as
-     * its partial added to zero); xhat and g for each thread. */
+     * its partial added to zero). */
     int64_t nrows = (dtype == TG_FLOAT64 && w ? 0 : 1) + !dw + !db +
-                    (nchunks > 1 ? 2 * nchunks : 0) + 2 * nt;
+                    (nchunks > 1 ? 2 * nchunks : 0);
     size_t bytes = (size_t)nrows * (size_t)N * sizeof(double);
-    double *scratch = tg_block_alloc(bytes); // as the forward's
-    if (!scratch)
+    double *scratch = bytes ? tg_block_alloc(bytes) : NULL; // as the forward's
+    if (bytes && !scratch)
         return -1;
     double *next = scratch;
     const double *wd = double_row(dtype, w, N, next, true);
@@ -374,17 +417,16 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
         next += N;
         memset(db, 0, (size_t)N * sizeof *db);
     }
-    double *rows = next; // xhat and g: 2N per thread
-    double *part = rows + 2 * nt * N; // chunk c: dw at 2cN, db at (2c+1)N
+    double *part = next; // chunk c: dw at 2cN, db at (2c+1)N
     if (nchunks == 1) {
         layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, dw, db, 0,
-                                  M, N, rows);
-        tg_block_free(scratch, bytes);
+                                  M, N);
+        if (scratch)
+            tg_block_free(scratch, bytes);
         return 0;
     }
     TG_OMP(parallel num_threads(nt) if (nt > 1))
     {
-        double *own = rows + 2 * tg_thread_num() * N;
         TG_OMP(for schedule(static))
         for (int64_t c = 0; c < nchunks; c++) {
             double *pw = part + 2 * c * N, *pb = pw + N;
@@ -392,7 +434,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
             int64_t r0 = c * chunk_rows;
             int64_t r1 = r0 + chunk_rows < M ? r0 + chunk_rows : M;
             layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, pw,
-                                      pb, r0, r1, N, own);
+                                      pb, r0, r1, N);
         }
         /* dw and db: the chunks' partials added in chunk order, each
          * thread taking a block of columns. */

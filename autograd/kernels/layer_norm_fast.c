@@ -206,7 +206,8 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
             double gs0 = 0, gxs0 = 0, gs1 = 0, gxs1 = 0;                     \
             int64_t ahead = r + 2 + 1 < r1 ? 2 * N : 0;                      \
             if (pair) {                                                      \
-                double a[4][TG_NORM_LANES] = {{0}};                          \
+                double a0[TG_NORM_LANES] = {0}, a1[TG_NORM_LANES] = {0};     \
+                double a2[TG_NORM_LANES] = {0}, a3[TG_NORM_LANES] = {0};     \
                 int64_t j0 = 0;                                              \
                 for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES) {       \
                     LN_PREFETCH(x0 + ahead + j0, 0);                         \
@@ -217,10 +218,10 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
                         const int64_t j = j0 + k;                            \
                         LN_BWD_TERMS(0)                                      \
                         LN_BWD_TERMS(1)                                      \
-                        a[0][k] += g0;                                       \
-                        a[1][k] += g0 * xh0;                                 \
-                        a[2][k] += g1;                                       \
-                        a[3][k] += g1 * xh1;                                 \
+                        a0[k] += g0;                                       \
+                        a1[k] += g0 * xh0;                                 \
+                        a2[k] += g1;                                       \
+                        a3[k] += g1 * xh1;                                 \
                         dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                 \
                         db[j] = db[j] + d0 + d1;                             \
                     }                                                        \
@@ -228,55 +229,56 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
                 for (int64_t j = j0; j < N; j++) {                           \
                     LN_BWD_TERMS(0)                                          \
                     LN_BWD_TERMS(1)                                          \
-                    a[0][j - j0] += g0;                                      \
-                    a[1][j - j0] += g0 * xh0;                                \
-                    a[2][j - j0] += g1;                                      \
-                    a[3][j - j0] += g1 * xh1;                                \
+                    a0[j - j0] += g0;                                      \
+                    a1[j - j0] += g0 * xh0;                                \
+                    a2[j - j0] += g1;                                      \
+                    a3[j - j0] += g1 * xh1;                                \
                     dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                     \
                     db[j] = db[j] + d0 + d1;                                 \
                 }                                                            \
-                gs0 = tg_norm_lanes_sum(a[0]);                               \
-                gxs0 = tg_norm_lanes_sum(a[1]);                              \
-                gs1 = tg_norm_lanes_sum(a[2]);                               \
-                gxs1 = tg_norm_lanes_sum(a[3]);                              \
+                gs0 = tg_norm_lanes_sum(a0);                               \
+                gxs0 = tg_norm_lanes_sum(a1);                              \
+                gs1 = tg_norm_lanes_sum(a2);                               \
+                gxs1 = tg_norm_lanes_sum(a3);                              \
             } else {                                                         \
-                double a[2][TG_NORM_LANES] = {{0}};                          \
+                double a0[TG_NORM_LANES] = {0}, a1[TG_NORM_LANES] = {0};     \
                 int64_t j0 = 0;                                              \
                 for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES)         \
                     for (int k = 0; k < TG_NORM_LANES; k++) {                \
                         const int64_t j = j0 + k;                            \
                         LN_BWD_TERMS(0)                                      \
-                        a[0][k] += g0;                                       \
-                        a[1][k] += g0 * xh0;                                 \
+                        a0[k] += g0;                                       \
+                        a1[k] += g0 * xh0;                                 \
                         dw[j] += d0 * xh0;                                   \
                         db[j] += d0;                                         \
                     }                                                        \
                 for (int64_t j = j0; j < N; j++) {                           \
                     LN_BWD_TERMS(0)                                          \
-                    a[0][j - j0] += g0;                                      \
-                    a[1][j - j0] += g0 * xh0;                                \
+                    a0[j - j0] += g0;                                      \
+                    a1[j - j0] += g0 * xh0;                                \
                     dw[j] += d0 * xh0;                                       \
                     db[j] += d0;                                             \
                 }                                                            \
-                gs0 = tg_norm_lanes_sum(a[0]);                               \
-                gxs0 = tg_norm_lanes_sum(a[1]);                              \
+                gs0 = tg_norm_lanes_sum(a0);                               \
+                gxs0 = tg_norm_lanes_sum(a1);                              \
             }                                                                \
             if (!dx)                                                         \
                 continue;                                                    \
             const double gm0 = gs0 / (double)N, gxm0 = gxs0 / (double)N;     \
-            T *dx0 = dx + r * N;                                             \
-            for (int64_t j = 0; j < N; j++) {                                \
-                LN_BWD_TERMS(0)                                              \
-                dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));                 \
-            }                                                                \
-            if (!pair)                                                       \
-                continue;                                                    \
             const double gm1 = gs1 / (double)N, gxm1 = gxs1 / (double)N;     \
-            T *dx1 = dx + r_1 * N;                                           \
-            for (int64_t j = 0; j < N; j++) {                                \
-                LN_BWD_TERMS(1)                                              \
-                dx1[j] = (T)(rs1 * (g1 - gm1 - xh1 * gxm1));                 \
-            }                                                                \
+            T *restrict dx0 = dx + r * N, *restrict dx1 = dx + r_1 * N;      \
+            if (pair)                                                        \
+                for (int64_t j = 0; j < N; j++) {                            \
+                    LN_BWD_TERMS(0)                                          \
+                    LN_BWD_TERMS(1)                                          \
+                    dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));             \
+                    dx1[j] = (T)(rs1 * (g1 - gm1 - xh1 * gxm1));             \
+                }                                                            \
+            else                                                             \
+                for (int64_t j = 0; j < N; j++) {                            \
+                    LN_BWD_TERMS(0)                                          \
+                    dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));             \
+                }                                                            \
         }                                                                    \
     }
 LAYER_NORM_BACKWARD_FAST(layer_norm_backward_fast_f32, float)

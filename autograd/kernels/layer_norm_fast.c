@@ -88,8 +88,12 @@
 #else
 #define LN_PREFETCH(p, rw) ((void)(p))
 #endif
-/* How many rows ahead that is. */
-#define LN_AHEAD 1
+/* The forward takes rows in blocks of about this many elements: the
+ * statistics of every row of a block, then y of every row, while the
+ * block is in the L1 cache. A row's statistics end in a chain of divisions
+ * and a square root; rows taken one by one would wait for it on every
+ * short row, rows in a block overlap it. */
+#define LN_BLOCK 4096
 
 /* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL.
  * Per row, two sweeps: the statistics in one (shifted sums, below), then
@@ -121,51 +125,57 @@
                                       int64_t N, double eps)                 \
     {                                                                        \
         const int64_t nv = N - N % TG_NORM_LANES; /* the whole blocks */     \
-        for (int64_t r = r0; r < r1; r++) {                                  \
-            const T *restrict xr = x + r * N;                                \
-            T *restrict yr = y + r * N;                                      \
-            const double K = xr[0];                                          \
-            double s1[TG_NORM_LANES] = {0}, s2[TG_NORM_LANES] = {0};         \
-            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
-                LN_PREFETCH(xr + ahead + j, 0);                              \
-                LN_PREFETCH(yr + ahead + j, 1);                              \
-                if (sizeof(T) > 4) { /* two cache lines */                   \
-                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
-                    LN_PREFETCH(yr + ahead + j + 8, 1);                      \
+        const int64_t rows = LN_BLOCK / N > 1 ? LN_BLOCK / N : 1;            \
+        for (int64_t rb = r0; rb < r1; rb += rows) {                         \
+            const int64_t re = rb + rows < r1 ? rb + rows : r1;              \
+            /* the statistics of the block's rows */                         \
+            for (int64_t r = rb; r < re; r++) {                              \
+                const T *restrict xr = x + r * N;                            \
+                const double K = xr[0];                                      \
+                double s1[TG_NORM_LANES] = {0}, s2[TG_NORM_LANES] = {0};     \
+                int64_t ahead = r + 1 < r1 ? N : 0;                          \
+                for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {            \
+                    LN_PREFETCH(xr + ahead + j, 0);                          \
+                    if (sizeof(T) > 4) /* two cache lines */                 \
+                        LN_PREFETCH(xr + ahead + j + 8, 0);                  \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        double d = xr[j + k] - K;                            \
+                        s1[k] += d;                                          \
+                        s2[k] += d * d;                                      \
+                    }                                                        \
                 }                                                            \
-                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
-                    double d = xr[j + k] - K;                                \
-                    s1[k] += d;                                              \
-                    s2[k] += d * d;                                          \
+                for (int64_t j = nv; j < N; j++) {                           \
+                    double d = xr[j] - K;                                    \
+                    s1[j - nv] += d;                                         \
+                    s2[j - nv] += d * d;                                     \
                 }                                                            \
+                const double S1 = tg_norm_lanes_sum(s1);                     \
+                const double S2 = tg_norm_lanes_sum(s2);                     \
+                const double dm = S1 / (double)N;                            \
+                double m2 = S2 - S1 * dm;                                    \
+                if (m2 < 0) /* rounding, on a row of (nearly) equal values */\
+                    m2 = 0;                                                  \
+                mean[r] = K + dm;                                            \
+                rstd[r] = 1.0 / sqrt(m2 / (double)N + eps);                  \
             }                                                                \
-            for (int64_t j = nv; j < N; j++) {                               \
-                double d = xr[j] - K;                                        \
-                s1[j - nv] += d;                                             \
-                s2[j - nv] += d * d;                                         \
+            /* y from the rows, still in the cache */                        \
+            for (int64_t r = rb; r < re; r++) {                              \
+                const T *restrict xr = x + r * N;                            \
+                T *restrict yr = y + r * N;                                  \
+                const double m = mean[r], rs = rstd[r];                      \
+                if (w && b)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs * w[j] + b[j]);         \
+                else if (w)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs * w[j]);                \
+                else if (b)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs + b[j]);                \
+                else                                                         \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs);                       \
             }                                                                \
-            const double S1 = tg_norm_lanes_sum(s1);                         \
-            const double S2 = tg_norm_lanes_sum(s2);                         \
-            const double dm = S1 / (double)N, m = K + dm;                    \
-            double m2 = S2 - S1 * dm;                                        \
-            if (m2 < 0) /* rounding, on a row of (nearly) equal values */    \
-                m2 = 0;                                                      \
-            const double rs = 1.0 / sqrt(m2 / (double)N + eps);              \
-            if (w && b)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)((xr[j] - m) * rs * w[j] + b[j]);             \
-            else if (w)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)((xr[j] - m) * rs * w[j]);                    \
-            else if (b)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)((xr[j] - m) * rs + b[j]);                    \
-            else                                                             \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)((xr[j] - m) * rs);                           \
-            mean[r] = m;                                                     \
-            rstd[r] = rs;                                                    \
         }                                                                    \
     }
 LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f32, float)

@@ -98,7 +98,8 @@ static int bn_threads(const bn_layout *l)
             mean[c] = m2[c] = 0.0;                                           \
         int64_t i = 0;                                                       \
         for (; i + 4 <= rows; i += 4) {                                      \
-            const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C; \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
             for (int64_t c = 0; c < C; c++)                                  \
                 mean[c] = mean[c] + x0[c] + x1[c] + x2[c] + x3[c];           \
         }                                                                    \
@@ -108,7 +109,8 @@ static int bn_threads(const bn_layout *l)
         for (int64_t c = 0; c < C; c++)                                      \
             mean[c] /= (double)rows;                                         \
         for (i = 0; i + 4 <= rows; i += 4) {                                 \
-            const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C; \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
             for (int64_t c = 0; c < C; c++) {                                \
                 double d0 = x0[c] - mean[c], d1 = x1[c] - mean[c];           \
                 double d2 = x2[c] - mean[c], d3 = x3[c] - mean[c];           \
@@ -143,8 +145,10 @@ static int bn_threads(const bn_layout *l)
             sdy[c] = sdxm[c] = 0.0;                                          \
         int64_t i = 0;                                                       \
         for (; i + 4 <= rows; i += 4) {                                      \
-            const T *g0 = dy + i * C, *g1 = g0 + C, *g2 = g1 + C, *g3 = g2 + C; \
-            const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C; \
+            const T *g0 = dy + i * C, *g1 = g0 + C;                          \
+            const T *g2 = g1 + C, *g3 = g2 + C;                              \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
             for (int64_t c = 0; c < C; c++) {                                \
                 double a0 = g0[c], a1 = g1[c], a2 = g2[c], a3 = g3[c];       \
                 sdy[c] = sdy[c] + a0 + a1 + a2 + a3;                         \

@@ -158,8 +158,9 @@ static void add_bias(tg_dtype dtype, void *y, const void *b, int64_t sb,
                 db[j0 + j] = (T)acc[j];                                     \
         }                                                                   \
     }                                                                       \
-    /* The same loop for rows of unit stride (s1 == 1), which the compiler \
-     * vectorises across the columns. */                                    \
+    /* The same sums for rows of unit stride (s1 == 1): the compiler       \
+     * vectorises the loop across the columns, and rows go four at a time, \
+     * added to acc[j] one after another while it stays in a register. */   \
     static TG_VECTOR_CLONES void column_sums_unit_##sfx(                    \
         const T *restrict g, int64_t s0, T *restrict db, int64_t m,         \
         int64_t n)                                                          \
@@ -170,7 +171,15 @@ static void add_bias(tg_dtype dtype, void *y, const void *b, int64_t sb,
             int64_t w = n - j0 < COLS ? n - j0 : COLS;                      \
             for (int64_t j = 0; j < w; j++)                                 \
                 acc[j] = 0;                                                 \
-            for (int64_t i = 0; i < m; i++)                                 \
+            int64_t i = 0;                                                  \
+            for (; i + 4 <= m; i += 4) { /* four rows, added in order */    \
+                const T *g0 = g + i * s0 + j0, *g1 = g0 + s0;               \
+                const T *g2 = g1 + s0, *g3 = g2 + s0;                       \
+                for (int64_t j = 0; j < w; j++)                             \
+                    acc[j] = acc[j] + (double)g0[j] + (double)g1[j] +       \
+                             (double)g2[j] + (double)g3[j];                 \
+            }                                                               \
+            for (; i < m; i++)                                              \
                 for (int64_t j = 0; j < w; j++)                             \
                     acc[j] += (double)g[i * s0 + j0 + j];                   \
             for (int64_t j = 0; j < w; j++)                                 \

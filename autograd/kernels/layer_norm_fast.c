@@ -19,15 +19,22 @@
  *    reorder), and the
  *    order of the additions is fixed by the source, not by the vector
  *    width or the thread count: every build and every thread count gives
- *    the same bits. Sums are still in double, and still two-pass.
- *  - Each row is read while it sits in the cache, and what a later pass
- *    over the row needs again is kept in a row of doubles (x - mean in the
- *    forward; xhat and g in the backward) rather than converted and
- *    computed again: float32 to double conversions are what these loops
- *    spend most of their time on. w and b are converted once per call.
- *    Apart from the order of the additions in sums, every value comes
- *    from the same operations on the same operands as in the plain
- *    kernels, in double, rounded once to x's dtype.
+ *    the same bits. Sums are still in double.
+ *  - The forward takes a row's mean and variance in one sweep, summing
+ *    x - x[0] and its square (the shift keeps the cancellation of the
+ *    variance bounded by N + 1, whatever |mean| / std: proved above
+ *    LAYER_NORM_FORWARD_FAST), and a second sweep writes y from x; the
+ *    plain kernel sums x, then (x - mean)^2. mean and rstd differ from
+ *    the plain kernel's by double roundings, as a reordered sum would.
+ *  - Each row is read while it sits in the cache. The backward takes rows
+ *    in pairs, adding both rows' terms into dw and db in one sweep (in
+ *    row order: the same additions as row by row), and computes xhat and
+ *    g again for dx rather than storing them: a row of doubles written
+ *    and read back costs more than converting x and dy again. w and b are
+ *    converted once per call. Apart from the statistics of the forward
+ *    and the order of the additions in sums, every value comes from the
+ *    same operations on the same operands as in the plain kernels, in
+ *    double, rounded once to x's dtype.
  *  - While a row is computed, the next one is asked of memory
  *    (LN_PREFETCH), so that waiting for memory and arithmetic overlap.
  *  - Rows are shared out among threads. A row's results depend on that row
@@ -37,8 +44,10 @@
  *    up chunk after chunk.
  *  - The small-row path: below TG_NORM_PARALLEL_MIN elements (a (64, 768)
  *    layer) no team of threads is started and the backward is a single
- *    chunk summed straight into dw and db; what is left per call is one
- *    scratch allocation of a few rows.
+ *    chunk summed straight into dw and db; what is left per call is a
+ *    scratch allocation for w and b in double (float32 with a weight or
+ *    bias), and a row's statistics are taken for a block of rows before
+ *    their y (LN_BLOCK), so that short rows overlap their divisions.
  *
  * Why float32 rows are computed in double, and not in float32 with
  * compensated statistics. The contract (tests/autograd/

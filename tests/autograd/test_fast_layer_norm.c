@@ -13,10 +13,14 @@
  * (test_norm_reference.c).
  *
  * Tolerances, and why. Both kernels evaluate the same expressions in
- * double, operation for operation; the fast one adds the terms of each sum
- * (mean, variance, mean(g), mean(g * xhat), dw, db) in another order.
+ * double, operation for operation, but for two things: the fast one adds
+ * the terms of each sum (mean(g), mean(g * xhat), dw, db) in another
+ * order, and it takes mean and variance in one sweep of shifted sums
+ * (x - x[0] and its square; the variance cancels by at most N + 1, see
+ * layer_norm_fast.c), where the reference sums x, then (x - mean)^2.
  * Each such sum then differs by a few units of double rounding (~1e-16
- * relative to the sum of its terms' sizes).
+ * relative to the sum of its terms' sizes; the variance by ~1e-16 times
+ * that cancellation, which on N(0, 1) rows is about 2).
  *  - float32 results are these doubles rounded once to float32: the same
  *    float, or its neighbour when the double lies within ~1e-16 of a
  *    rounding midpoint. F32_RTOL 2.5e-7 is two float32 ulps; F32_ATOL

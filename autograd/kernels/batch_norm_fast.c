@@ -87,19 +87,37 @@ static int bn_threads(const bn_layout *l)
 /* The kernels for one dtype T. Each is called for one block of rows
  * (cols_*) or one channel (run_*) and touches nothing else. */
 #define BN_FAST_KERNELS(SFX, T)                                              \
-    /* Column means and sums of squares about them, over `rows` rows. */     \
+    /* Column means and sums of squares about them, over `rows` rows. Rows \
+     * go four at a time, added to a column's sum one after another (the    \
+     * order of a row-by-row loop) while the sum stays in a register. */    \
     static TG_VECTOR_CLONES void bn_cols_stats_##SFX(                        \
         const T *restrict x, int64_t rows, int64_t C, double *restrict mean, \
         double *restrict m2)                                                 \
     {                                                                        \
         for (int64_t c = 0; c < C; c++)                                      \
             mean[c] = m2[c] = 0.0;                                           \
-        for (int64_t i = 0; i < rows; i++)                                   \
+        int64_t i = 0;                                                       \
+        for (; i + 4 <= rows; i += 4) {                                      \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
+            for (int64_t c = 0; c < C; c++)                                  \
+                mean[c] = mean[c] + x0[c] + x1[c] + x2[c] + x3[c];           \
+        }                                                                    \
+        for (; i < rows; i++)                                                \
             for (int64_t c = 0; c < C; c++)                                  \
                 mean[c] += x[i * C + c];                                     \
         for (int64_t c = 0; c < C; c++)                                      \
             mean[c] /= (double)rows;                                         \
-        for (int64_t i = 0; i < rows; i++)                                   \
+        for (i = 0; i + 4 <= rows; i += 4) {                                 \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
+            for (int64_t c = 0; c < C; c++) {                                \
+                double d0 = x0[c] - mean[c], d1 = x1[c] - mean[c];           \
+                double d2 = x2[c] - mean[c], d3 = x3[c] - mean[c];           \
+                m2[c] = m2[c] + d0 * d0 + d1 * d1 + d2 * d2 + d3 * d3;       \
+            }                                                                \
+        }                                                                    \
+        for (; i < rows; i++)                                                \
             for (int64_t c = 0; c < C; c++) {                                \
                 double d = x[i * C + c] - mean[c];                           \
                 m2[c] += d * d;                                              \
@@ -116,7 +134,8 @@ static int bn_threads(const bn_layout *l)
                 y[i * C + c] =                                               \
                     (T)((x[i * C + c] - mean[c]) * scale[c] + shift[c]);     \
     }                                                                        \
-    /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column. */            \
+    /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column; rows four   \
+     * at a time, as bn_cols_stats. */                                      \
     static TG_VECTOR_CLONES void bn_cols_sums_##SFX(                         \
         const T *restrict dy, const T *restrict x, int64_t rows, int64_t C,  \
         const double *restrict mean, double *restrict sdy,                   \
@@ -124,7 +143,21 @@ static int bn_threads(const bn_layout *l)
     {                                                                        \
         for (int64_t c = 0; c < C; c++)                                      \
             sdy[c] = sdxm[c] = 0.0;                                          \
-        for (int64_t i = 0; i < rows; i++)                                   \
+        int64_t i = 0;                                                       \
+        for (; i + 4 <= rows; i += 4) {                                      \
+            const T *g0 = dy + i * C, *g1 = g0 + C;                          \
+            const T *g2 = g1 + C, *g3 = g2 + C;                              \
+            const T *x0 = x + i * C, *x1 = x0 + C;                           \
+            const T *x2 = x1 + C, *x3 = x2 + C;                              \
+            for (int64_t c = 0; c < C; c++) {                                \
+                double a0 = g0[c], a1 = g1[c], a2 = g2[c], a3 = g3[c];       \
+                sdy[c] = sdy[c] + a0 + a1 + a2 + a3;                         \
+                sdxm[c] = sdxm[c] + a0 * (x0[c] - mean[c]) +                 \
+                          a1 * (x1[c] - mean[c]) + a2 * (x2[c] - mean[c]) +  \
+                          a3 * (x3[c] - mean[c]);                            \
+            }                                                                \
+        }                                                                    \
+        for (; i < rows; i++)                                                \
             for (int64_t c = 0; c < C; c++) {                                \
                 double g = dy[i * C + c];                                    \
                 sdy[c] += g;                                                 \

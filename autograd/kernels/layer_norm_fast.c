@@ -19,15 +19,22 @@
  *    reorder), and the
  *    order of the additions is fixed by the source, not by the vector
  *    width or the thread count: every build and every thread count gives
- *    the same bits. Sums are still in double, and still two-pass.
- *  - Each row is read while it sits in the cache, and what a later pass
- *    over the row needs again is kept in a row of doubles (x - mean in the
- *    forward; xhat and g in the backward) rather than converted and
- *    computed again: float32 to double conversions are what these loops
- *    spend most of their time on. w and b are converted once per call.
- *    Apart from the order of the additions in sums, every value comes
- *    from the same operations on the same operands as in the plain
- *    kernels, in double, rounded once to x's dtype.
+ *    the same bits. Sums are still in double.
+ *  - The forward takes a row's mean and variance in one sweep, summing
+ *    x - x[0] and its square (the shift keeps the cancellation of the
+ *    variance bounded by N + 1, whatever |mean| / std: proved above
+ *    LAYER_NORM_FORWARD_FAST), and a second sweep writes y from x; the
+ *    plain kernel sums x, then (x - mean)^2. mean and rstd differ from
+ *    the plain kernel's by double roundings, as a reordered sum would.
+ *  - Each row is read while it sits in the cache. The backward takes rows
+ *    in pairs, adding both rows' terms into dw and db in one sweep (in
+ *    row order: the same additions as row by row), and computes xhat and
+ *    g again for dx rather than storing them: a row of doubles written
+ *    and read back costs more than converting x and dy again. w and b are
+ *    converted once per call. Apart from the statistics of the forward
+ *    and the order of the additions in sums, every value comes from the
+ *    same operations on the same operands as in the plain kernels, in
+ *    double, rounded once to x's dtype.
  *  - While a row is computed, the next one is asked of memory
  *    (LN_PREFETCH), so that waiting for memory and arithmetic overlap.
  *  - Rows are shared out among threads. A row's results depend on that row
@@ -37,8 +44,10 @@
  *    up chunk after chunk.
  *  - The small-row path: below TG_NORM_PARALLEL_MIN elements (a (64, 768)
  *    layer) no team of threads is started and the backward is a single
- *    chunk summed straight into dw and db; what is left per call is one
- *    scratch allocation of a few rows.
+ *    chunk summed straight into dw and db; what is left per call is a
+ *    scratch allocation for w and b in double (float32 with a weight or
+ *    bias), and a row's statistics are taken for a block of rows before
+ *    their y (LN_BLOCK), so that short rows overlap their divisions.
  *
  * Why float32 rows are computed in double, and not in float32 with
  * compensated statistics. The contract (tests/autograd/
@@ -88,65 +97,94 @@
 #else
 #define LN_PREFETCH(p, rw) ((void)(p))
 #endif
-/* How many rows ahead that is. */
-#define LN_AHEAD 1
+/* The forward takes rows in blocks of about this many elements: the
+ * statistics of every row of a block, then y of every row, while the
+ * block is in the L1 cache. A row's statistics end in a chain of divisions
+ * and a square root; rows taken one by one would wait for it on every
+ * short row, rows in a block overlap it. */
+#define LN_BLOCK 4096
 
-/* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL; d is
- * a scratch row of N doubles. Per row: the mean in one pass, d = x - mean
- * and the variance around the mean in a second, y from d in a third. */
+/* Rows [r0, r1) of the forward. w and b are double rows (N,) or NULL.
+ * Per row, two sweeps: the statistics in one (shifted sums, below), then
+ * y = (x - mean) * rstd * w + b.
+ *
+ * The statistics in one sweep, and why they stay accurate when |mean| >>
+ * std. With K the row's first element, the sweep sums d_j = x_j - K and
+ * d_j^2 in double: S1 = sum d_j, S2 = sum d_j^2. Then mean = K + S1 / N
+ * and M2 = sum (x_j - mean)^2 = S2 - S1^2 / N, exactly, in real numbers.
+ * In floating point (u = 2^-53; for float32 x, d_j is even exact unless
+ * the exponents of x_j and K are 29 or more apart) S2 and S1 carry errors
+ * of at most about N u S2 and N u sum |d_j|, and sum |d_j| |S1| / N <= S2
+ * (Cauchy-Schwarz), so M2 is off by at most about 3 N u S2. The
+ * cancellation S2 / M2 is what the one-pass formula fears; with the
+ * shift it is bounded by N + 1: S2 = M2 + N (mean - K)^2, and
+ * (K - mean)^2 = (x_0 - mean)^2 is one of the terms of M2, so S2 <= (N +
+ * 1) M2. M2's relative error is thus below about 3 N (N + 1) u whatever
+ * |mean| / std (for N = 768, 2e-10, far below a float32 ulp; on typical
+ * rows, where (x_0 - mean)^2 is about M2 / N, S2 is about 2 M2 and the
+ * error about 6 N u, as in the two-pass sum), where the unshifted one-pass
+ * sum cancels by mean^2 / var. tests/autograd/test_fast_layer_norm.c
+ * checks rows of mean 1e4 and std 1e-2 against the two-pass reference. */
 #define LAYER_NORM_FORWARD_FAST(NAME, T)                                     \
-    TG_VECTOR_CLONES static void NAME(const T *x, const double *w, const double *b, \
-                               T *y, double *mean, double *rstd, int64_t r0, \
-                               int64_t r1, int64_t N, double eps,            \
-                               double *restrict d)                           \
+    TG_VECTOR_CLONES static void NAME(const T *restrict x,                   \
+                                      const double *restrict w,              \
+                                      const double *restrict b,              \
+                                      T *restrict y, double *mean,           \
+                                      double *rstd, int64_t r0, int64_t r1,  \
+                                      int64_t N, double eps)                 \
     {                                                                        \
         const int64_t nv = N - N % TG_NORM_LANES; /* the whole blocks */     \
-        for (int64_t r = r0; r < r1; r++) {                                  \
-            const T *xr = x + r * N;                                         \
-            T *yr = y + r * N;                                               \
-            double acc[TG_NORM_LANES] = {0};                                 \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES)                  \
-                for (int k = 0; k < TG_NORM_LANES; k++)                      \
-                    acc[k] += xr[j + k];                                     \
-            for (int64_t j = nv; j < N; j++)                                 \
-                acc[j - nv] += xr[j];                                        \
-            const double m = tg_norm_lanes_sum(acc) / (double)N;             \
-            double sq[TG_NORM_LANES] = {0};                                  \
-            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
-                LN_PREFETCH(xr + ahead + j, 0);                              \
-                LN_PREFETCH(yr + ahead + j, 1);                              \
-                if (sizeof(T) > 4) { /* two cache lines */                   \
-                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
-                    LN_PREFETCH(yr + ahead + j + 8, 1);                      \
+        const int64_t rows = LN_BLOCK / N > 1 ? LN_BLOCK / N : 1;            \
+        for (int64_t rb = r0; rb < r1; rb += rows) {                         \
+            const int64_t re = rb + rows < r1 ? rb + rows : r1;              \
+            /* the statistics of the block's rows */                         \
+            for (int64_t r = rb; r < re; r++) {                              \
+                const T *restrict xr = x + r * N;                            \
+                const double K = xr[0];                                      \
+                double s1[TG_NORM_LANES] = {0}, s2[TG_NORM_LANES] = {0};     \
+                int64_t ahead = r + 1 < r1 ? N : 0;                          \
+                for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {            \
+                    LN_PREFETCH(xr + ahead + j, 0);                          \
+                    if (sizeof(T) > 4) /* two cache lines */                 \
+                        LN_PREFETCH(xr + ahead + j + 8, 0);                  \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        double d = xr[j + k] - K;                            \
+                        s1[k] += d;                                          \
+                        s2[k] += d * d;                                      \
+                    }                                                        \
                 }                                                            \
-                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
-                    double dj = xr[j + k] - m;                               \
-                    d[j + k] = dj;                                           \
-                    sq[k] += dj * dj;                                        \
+                for (int64_t j = nv; j < N; j++) {                           \
+                    double d = xr[j] - K;                                    \
+                    s1[j - nv] += d;                                         \
+                    s2[j - nv] += d * d;                                     \
                 }                                                            \
+                const double S1 = tg_norm_lanes_sum(s1);                     \
+                const double S2 = tg_norm_lanes_sum(s2);                     \
+                const double dm = S1 / (double)N;                            \
+                double m2 = S2 - S1 * dm;                                    \
+                if (m2 < 0) /* rounding, on a row of (nearly) equal values */\
+                    m2 = 0;                                                  \
+                mean[r] = K + dm;                                            \
+                rstd[r] = 1.0 / sqrt(m2 / (double)N + eps);                  \
             }                                                                \
-            for (int64_t j = nv; j < N; j++) {                               \
-                double dj = xr[j] - m;                                       \
-                d[j] = dj;                                                   \
-                sq[j - nv] += dj * dj;                                       \
+            /* y from the rows, still in the cache */                        \
+            for (int64_t r = rb; r < re; r++) {                              \
+                const T *restrict xr = x + r * N;                            \
+                T *restrict yr = y + r * N;                                  \
+                const double m = mean[r], rs = rstd[r];                      \
+                if (w && b)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs * w[j] + b[j]);         \
+                else if (w)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs * w[j]);                \
+                else if (b)                                                  \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs + b[j]);                \
+                else                                                         \
+                    for (int64_t j = 0; j < N; j++)                          \
+                        yr[j] = (T)((xr[j] - m) * rs);                       \
             }                                                                \
-            const double rs =                                                \
-                1.0 / sqrt(tg_norm_lanes_sum(sq) / (double)N + eps);         \
-            if (w && b)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs * w[j] + b[j]);                    \
-            else if (w)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs * w[j]);                           \
-            else if (b)                                                      \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs + b[j]);                           \
-            else                                                             \
-                for (int64_t j = 0; j < N; j++)                              \
-                    yr[j] = (T)(d[j] * rs);                                  \
-            mean[r] = m;                                                     \
-            rstd[r] = rs;                                                    \
         }                                                                    \
     }
 LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f32, float)
@@ -155,65 +193,111 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
 /* Rows [r0, r1) of the backward, one chunk: dw and db (N doubles each,
  * never NULL) receive this chunk's sums, added to what they hold; dx may
  * be NULL (not needed); w is a double row (N,), ones when the layer has no
- * weight (dy * 1 is dy exactly). xhat and g are scratch rows of N doubles.
- * Per row: pass 1 computes xhat and g, sums g and g * xhat, and adds
- * dy * xhat and dy into dw and db; pass 2 writes dx from xhat and g. */
+ * weight (dy * 1 is dy exactly).
+ *
+ * Rows go in pairs (and a last one alone). Sweep 1 over a pair computes
+ * xhat = (x - mean) rstd and g = dy w for both rows, sums g and g xhat per
+ * row, and adds both rows' dy xhat and dy into dw and db, the first row's
+ * term first: dw[j] + a0 + a1, the additions of a row-by-row loop in the
+ * same order, with half the loads and stores of dw and db. Sweep 2 over
+ * each row computes xhat and g again (the same operations on the same
+ * operands: the same values) from x and dy, still in the cache, and writes
+ * dx: cheaper than storing two rows of doubles in sweep 1 and reading them
+ * back. */
+#define LN_BWD_TERMS(i)                                                      \
+    double xh##i = (x##i[j] - m##i) * rs##i, d##i = dy##i[j];                \
+    double g##i = d##i * w[j];
 #define LAYER_NORM_BACKWARD_FAST(NAME, T)                                    \
-    TG_VECTOR_CLONES static void NAME(const T *dy, const T *x, const double *w, \
-                               const double *mean, const double *rstd,       \
-                               T *dx, double *restrict dw,                   \
-                               double *restrict db, int64_t r0, int64_t r1,  \
-                               int64_t N, double *restrict xhat,             \
-                               double *restrict g)                           \
+    TG_VECTOR_CLONES static void NAME(                                       \
+        const T *restrict dy, const T *restrict x,                           \
+        const double *restrict w, const double *mean, const double *rstd,    \
+        T *restrict dx, double *restrict dw, double *restrict db,            \
+        int64_t r0, int64_t r1, int64_t N)                                   \
     {                                                                        \
-        const int64_t nv = N - N % TG_NORM_LANES;                            \
-        for (int64_t r = r0; r < r1; r++) {                                  \
-            const T *dyr = dy + r * N, *xr = x + r * N;                      \
-            const double m = mean[r], rs = rstd[r];                          \
-            double gs[TG_NORM_LANES] = {0}, gxs[TG_NORM_LANES] = {0};        \
-            int64_t ahead = r + LN_AHEAD < r1 ? LN_AHEAD * N : 0;            \
-            T *dxa = dx ? dx + r * N + ahead : NULL;                         \
-            for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {                \
-                LN_PREFETCH(xr + ahead + j, 0);                              \
-                LN_PREFETCH(dyr + ahead + j, 0);                             \
-                if (dxa)                                                     \
-                    LN_PREFETCH(dxa + j, 1);                                 \
-                if (sizeof(T) > 4) { /* two cache lines */                   \
-                    LN_PREFETCH(xr + ahead + j + 8, 0);                      \
-                    LN_PREFETCH(dyr + ahead + j + 8, 0);                     \
-                    if (dxa)                                                 \
-                        LN_PREFETCH(dxa + j + 8, 1);                         \
+        for (int64_t r = r0; r < r1; r += 2) {                               \
+            const bool pair = r + 1 < r1;                                    \
+            /* a lone last row: its partner is itself, with no dw, db */     \
+            const int64_t r_1 = pair ? r + 1 : r;                            \
+            const T *x0 = x + r * N, *dy0 = dy + r * N;                      \
+            const T *x1 = x + r_1 * N, *dy1 = dy + r_1 * N;                  \
+            const double m0 = mean[r], rs0 = rstd[r];                        \
+            const double m1 = mean[r_1], rs1 = rstd[r_1];                    \
+            double gs0 = 0, gxs0 = 0, gs1 = 0, gxs1 = 0;                     \
+            int64_t ahead = r + 2 + 1 < r1 ? 2 * N : 0;                      \
+            if (pair) {                                                      \
+                double a0[TG_NORM_LANES] = {0}, a1[TG_NORM_LANES] = {0};     \
+                double a2[TG_NORM_LANES] = {0}, a3[TG_NORM_LANES] = {0};     \
+                int64_t j0 = 0;                                              \
+                for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES) {       \
+                    LN_PREFETCH(x0 + ahead + j0, 0);                         \
+                    LN_PREFETCH(dy0 + ahead + j0, 0);                        \
+                    LN_PREFETCH(x1 + ahead + j0, 0);                         \
+                    LN_PREFETCH(dy1 + ahead + j0, 0);                        \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        const int64_t j = j0 + k;                            \
+                        LN_BWD_TERMS(0)                                      \
+                        LN_BWD_TERMS(1)                                      \
+                        a0[k] += g0;                                       \
+                        a1[k] += g0 * xh0;                                 \
+                        a2[k] += g1;                                       \
+                        a3[k] += g1 * xh1;                                 \
+                        dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                 \
+                        db[j] = db[j] + d0 + d1;                             \
+                    }                                                        \
                 }                                                            \
-                for (int k = 0; k < TG_NORM_LANES; k++) {                    \
-                    double xh = (xr[j + k] - m) * rs;                        \
-                    double d = dyr[j + k];                                   \
-                    double gj = d * w[j + k];                                \
-                    xhat[j + k] = xh;                                        \
-                    g[j + k] = gj;                                           \
-                    gs[k] += gj;                                             \
-                    gxs[k] += gj * xh;                                       \
-                    dw[j + k] += d * xh;                                     \
-                    db[j + k] += d;                                          \
+                for (int64_t j = j0; j < N; j++) {                           \
+                    LN_BWD_TERMS(0)                                          \
+                    LN_BWD_TERMS(1)                                          \
+                    a0[j - j0] += g0;                                      \
+                    a1[j - j0] += g0 * xh0;                                \
+                    a2[j - j0] += g1;                                      \
+                    a3[j - j0] += g1 * xh1;                                \
+                    dw[j] = dw[j] + d0 * xh0 + d1 * xh1;                     \
+                    db[j] = db[j] + d0 + d1;                                 \
                 }                                                            \
-            }                                                                \
-            for (int64_t j = nv; j < N; j++) {                               \
-                double xh = (xr[j] - m) * rs;                                \
-                double d = dyr[j];                                           \
-                double gj = d * w[j];                                        \
-                xhat[j] = xh;                                                \
-                g[j] = gj;                                                   \
-                gs[j - nv] += gj;                                            \
-                gxs[j - nv] += gj * xh;                                      \
-                dw[j] += d * xh;                                             \
-                db[j] += d;                                                  \
+                gs0 = tg_norm_lanes_sum(a0);                               \
+                gxs0 = tg_norm_lanes_sum(a1);                              \
+                gs1 = tg_norm_lanes_sum(a2);                               \
+                gxs1 = tg_norm_lanes_sum(a3);                              \
+            } else {                                                         \
+                double a0[TG_NORM_LANES] = {0}, a1[TG_NORM_LANES] = {0};     \
+                int64_t j0 = 0;                                              \
+                for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES)         \
+                    for (int k = 0; k < TG_NORM_LANES; k++) {                \
+                        const int64_t j = j0 + k;                            \
+                        LN_BWD_TERMS(0)                                      \
+                        a0[k] += g0;                                       \
+                        a1[k] += g0 * xh0;                                 \
+                        dw[j] += d0 * xh0;                                   \
+                        db[j] += d0;                                         \
+                    }                                                        \
+                for (int64_t j = j0; j < N; j++) {                           \
+                    LN_BWD_TERMS(0)                                          \
+                    a0[j - j0] += g0;                                      \
+                    a1[j - j0] += g0 * xh0;                                \
+                    dw[j] += d0 * xh0;                                       \
+                    db[j] += d0;                                             \
+                }                                                            \
+                gs0 = tg_norm_lanes_sum(a0);                               \
+                gxs0 = tg_norm_lanes_sum(a1);                              \
             }                                                                \
             if (!dx)                                                         \
                 continue;                                                    \
-            const double g_mean = tg_norm_lanes_sum(gs) / (double)N;         \
-            const double gx_mean = tg_norm_lanes_sum(gxs) / (double)N;       \
-            T *dxr = dx + r * N;                                             \
-            for (int64_t j = 0; j < N; j++)                                  \
-                dxr[j] = (T)(rs * (g[j] - g_mean - xhat[j] * gx_mean));      \
+            const double gm0 = gs0 / (double)N, gxm0 = gxs0 / (double)N;     \
+            const double gm1 = gs1 / (double)N, gxm1 = gxs1 / (double)N;     \
+            T *restrict dx0 = dx + r * N, *restrict dx1 = dx + r_1 * N;      \
+            if (pair)                                                        \
+                for (int64_t j = 0; j < N; j++) {                            \
+                    LN_BWD_TERMS(0)                                          \
+                    LN_BWD_TERMS(1)                                          \
+                    dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));             \
+                    dx1[j] = (T)(rs1 * (g1 - gm1 - xh1 * gxm1));             \
+                }                                                            \
+            else                                                             \
+                for (int64_t j = 0; j < N; j++) {                            \
+                    LN_BWD_TERMS(0)                                          \
+                    dx0[j] = (T)(rs0 * (g0 - gm0 - xh0 * gxm0));             \
+                }                                                            \
         }                                                                    \
     }
 LAYER_NORM_BACKWARD_FAST(layer_norm_backward_fast_f32, float)
@@ -236,15 +320,12 @@ static const double *double_row(tg_dtype dtype, const void *p, int64_t N,
 /* Rows [r0, r1) of the forward, in x's dtype. */
 static void forward_rows(tg_dtype dtype, const void *x, const double *w,
                          const double *b, void *y, double *mean, double *rstd,
-                         int64_t r0, int64_t r1, int64_t N, double eps,
-                         double *d)
+                         int64_t r0, int64_t r1, int64_t N, double eps)
 {
     if (dtype == TG_FLOAT32)
-        layer_norm_forward_fast_f32(x, w, b, y, mean, rstd, r0, r1, N, eps,
-                                    d);
+        layer_norm_forward_fast_f32(x, w, b, y, mean, rstd, r0, r1, N, eps);
     else
-        layer_norm_forward_fast_f64(x, w, b, y, mean, rstd, r0, r1, N, eps,
-                                    d);
+        layer_norm_forward_fast_f64(x, w, b, y, mean, rstd, r0, r1, N, eps);
 }
 
 /* The forward of rows [0, M) on the fast kernels (N >= 1), on as many
@@ -261,38 +342,33 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
     int nt = tg_norm_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
-    /* Scratch: w and b in double (float32 only), and a row of x - mean
-     * per thread. */
+    /* Scratch: w and b in double (float32 only); none otherwise. */
     int64_t params = dtype == TG_FLOAT32 ? (w != NULL) + (b != NULL) : 0;
     /* from the thread's free lists when small (tensor/memory.c): a
      * training step asks for the same scratch on every step */
-    size_t bytes = (size_t)(params + nt) * (size_t)N * sizeof(double);
-    double *scratch = tg_block_alloc(bytes);
-    if (!scratch)
+    size_t bytes = (size_t)params * (size_t)N * sizeof(double);
+    double *scratch = bytes ? tg_block_alloc(bytes) : NULL;
+    if (bytes && !scratch)
         return -1;
     double *next = scratch;
     const double *wd = double_row(dtype, w, N, next, false);
-    if (wd == next)
+    if (wd && wd == next)
         next += N;
     const double *bd = double_row(dtype, b, N, next, false);
-    if (bd == next)
-        next += N;
-    double *rows = next; // x - mean: N per thread
     if (nt == 1) { // a team costs microseconds: small inputs go without
-        forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps, rows);
+        forward_rows(dtype, x, wd, bd, y, mean, rstd, 0, M, N, eps);
+    } else {
+        /* One range of rows per thread (a kernel reads ahead within its
+         * range): the first M % nt ranges have one row more. */
+        TG_OMP(parallel for num_threads(nt) schedule(static))
+        for (int i = 0; i < nt; i++) {
+            int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
+            int64_t r1 = r0 + M / nt + (i < M % nt);
+            forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps);
+        }
+    }
+    if (scratch)
         tg_block_free(scratch, bytes);
-        return 0;
-    }
-    /* One range of rows per thread (a kernel reads ahead within its
-     * range): the first M % nt ranges have one row more. */
-    TG_OMP(parallel for num_threads(nt) schedule(static))
-    for (int i = 0; i < nt; i++) {
-        int64_t r0 = i * (M / nt) + (i < M % nt ? i : M % nt);
-        int64_t r1 = r0 + M / nt + (i < M % nt);
-        forward_rows(dtype, x, wd, bd, y, mean, rstd, r0, r1, N, eps,
-                     rows + tg_thread_num() * N);
-    }
-    tg_block_free(scratch, bytes);
     return 0;
 }
 
@@ -301,15 +377,14 @@ static void layer_norm_backward_chunk(tg_dtype dtype, const void *dy,
                                       const void *x, const double *w,
                                       const double *mean, const double *rstd,
                                       void *dx, double *dw, double *db,
-                                      int64_t r0, int64_t r1, int64_t N,
-                                      double *rows)
+                                      int64_t r0, int64_t r1, int64_t N)
 {
     if (dtype == TG_FLOAT32)
         layer_norm_backward_fast_f32(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
-                                     N, rows, rows + N);
+                                     N);
     else
         layer_norm_backward_fast_f64(dy, x, w, mean, rstd, dx, dw, db, r0, r1,
-                                     N, rows, rows + N);
+                                     N);
 }
 
 /* The backward of rows [0, M) on the fast kernels (M, N >= 1). w, dx, dw
@@ -342,12 +417,12 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
      * a weight; dw and db when not needed (the kernel sums them anyway);
      * two partial sums per chunk when there is more than one chunk (a
      * single chunk sums into dw and db directly: 0 + s is s, the same as
-     * its partial added to zero); xhat and g for each thread. */
+     * its partial added to zero). */
     int64_t nrows = (dtype == TG_FLOAT64 && w ? 0 : 1) + !dw + !db +
-                    (nchunks > 1 ? 2 * nchunks : 0) + 2 * nt;
+                    (nchunks > 1 ? 2 * nchunks : 0);
     size_t bytes = (size_t)nrows * (size_t)N * sizeof(double);
-    double *scratch = tg_block_alloc(bytes); // as the forward's
-    if (!scratch)
+    double *scratch = bytes ? tg_block_alloc(bytes) : NULL; // as the forward's
+    if (bytes && !scratch)
         return -1;
     double *next = scratch;
     const double *wd = double_row(dtype, w, N, next, true);
@@ -363,17 +438,16 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
         next += N;
         memset(db, 0, (size_t)N * sizeof *db);
     }
-    double *rows = next; // xhat and g: 2N per thread
-    double *part = rows + 2 * nt * N; // chunk c: dw at 2cN, db at (2c+1)N
+    double *part = next; // chunk c: dw at 2cN, db at (2c+1)N
     if (nchunks == 1) {
         layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, dw, db, 0,
-                                  M, N, rows);
-        tg_block_free(scratch, bytes);
+                                  M, N);
+        if (scratch)
+            tg_block_free(scratch, bytes);
         return 0;
     }
     TG_OMP(parallel num_threads(nt) if (nt > 1))
     {
-        double *own = rows + 2 * tg_thread_num() * N;
         TG_OMP(for schedule(static))
         for (int64_t c = 0; c < nchunks; c++) {
             double *pw = part + 2 * c * N, *pb = pw + N;
@@ -381,7 +455,7 @@ int tg_layer_norm_backward_fast(tg_dtype dtype, const void *dy,
             int64_t r0 = c * chunk_rows;
             int64_t r1 = r0 + chunk_rows < M ? r0 + chunk_rows : M;
             layer_norm_backward_chunk(dtype, dy, x, wd, mean, rstd, dx, pw,
-                                      pb, r0, r1, N, own);
+                                      pb, r0, r1, N);
         }
         /* dw and db: the chunks' partials added in chunk order, each
          * thread taking a block of columns. */

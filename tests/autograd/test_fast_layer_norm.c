@@ -13,10 +13,14 @@
  * (test_norm_reference.c).
  *
  * Tolerances, and why. Both kernels evaluate the same expressions in
- * double, operation for operation; the fast one adds the terms of each sum
- * (mean, variance, mean(g), mean(g * xhat), dw, db) in another order.
+ * double, operation for operation, but for two things: the fast one adds
+ * the terms of each sum (mean(g), mean(g * xhat), dw, db) in another
+ * order, and it takes mean and variance in one sweep of shifted sums
+ * (x - x[0] and its square; the variance cancels by at most N + 1, see
+ * layer_norm_fast.c), where the reference sums x, then (x - mean)^2.
  * Each such sum then differs by a few units of double rounding (~1e-16
- * relative to the sum of its terms' sizes).
+ * relative to the sum of its terms' sizes; the variance by ~1e-16 times
+ * that cancellation, which on N(0, 1) rows is about 2).
  *  - float32 results are these doubles rounded once to float32: the same
  *    float, or its neighbour when the double lies within ~1e-16 of a
  *    rounding midpoint. F32_RTOL 2.5e-7 is two float32 ulps; F32_ATOL
@@ -304,6 +308,67 @@ TG_TEST(fast_layer_norm, large_mean_rows)
     tg_release(y);
     tg_release(x64);
     tg_release(x);
+}
+
+/* The fast forward sums x - x[0] and its square in one sweep; the
+ * variance then cancels by at most N + 1 however large |mean| / std, the
+ * worst case being a first element far from the mean (layer_norm_fast.c).
+ * Rows of mean 1e4 and std 1e-2 whose first element is 1e4 + 1 (100 std
+ * away), 1e4 - 30, or a typical value agree with the two-pass reference
+ * within the tolerances above, in float32 and float64, and the float32
+ * result is the float64 one rounded. */
+TG_TEST(fast_layer_norm, large_mean_rows_with_a_far_first_element)
+{
+    static const double first[] = {1e4 + 1, 1e4 - 30, NAN};
+    const int64_t shape[2] = {3 * 8, 771}, ns[1] = {771};
+    for (int d = 0; d < 2; d++) {
+        tg_dtype dtype = d ? TG_FLOAT64 : TG_FLOAT32;
+        tg_manual_seed(17);
+        tg_tensor *x = leaf(shape, 2, dtype, 1e-2, 1e4, false);
+        for (int64_t r = 0; r < shape[0]; r++) {
+            double v = first[r % 3];
+            if (isnan(v)) // a typical first element: leave it
+                continue;
+            if (dtype == TG_FLOAT32)
+                tg_data_f32(x)[r * shape[1]] = (float)v;
+            else
+                tg_data_f64(x)[r * shape[1]] = v;
+        }
+        cr_assert_eq(tg_set_requires_grad(x, true), 0);
+        tg_tensor *w = leaf(ns, 1, dtype, 1, 1, true);
+        tg_tensor *b = leaf(ns, 1, dtype, 1, 0, true);
+        tg_tensor *dy = leaf(shape, 2, dtype, 1, 0, false);
+        ln_out fast, ref;
+        ln_run(x, 1, w, b, dy, TG_KERNELS_FAST, 1, &fast);
+        ln_run(x, 1, w, b, dy, TG_KERNELS_REFERENCE, 1, &ref);
+        double rtol = d ? F64_RTOL : F32_RTOL;
+        double atol = d ? F64_BIG_MEAN_ATOL : F32_ATOL;
+        char report[1200];
+        cr_assert(ln_close(&fast, &ref, rtol, atol, report, sizeof report),
+                  "%s: %s", tg_dtype_name(dtype), report);
+        if (dtype == TG_FLOAT32) { // against the float64 answer, rounded
+            tg_tensor *x64 = tg_to_dtype(x, TG_FLOAT64);
+            tg_tensor *y64 = tg_layer_norm(x64, ns, 1, NULL, NULL, 1e-5);
+            tg_tensor *y = tg_layer_norm(x, ns, 1, NULL, NULL, 1e-5);
+            cr_assert(y && y64, "%s", tg_last_error());
+            double err = 0;
+            for (int64_t i = 0; i < y->numel; i++) {
+                double e =
+                    fabs((double)tg_data_f32(y)[i] - tg_data_f64(y64)[i]);
+                err = e > err ? e : err;
+            }
+            cr_assert_lt(err, ROUNDED_ONCE, "float32: error %g", err);
+            tg_release(y);
+            tg_release(y64);
+            tg_release(x64);
+        }
+        ln_out_release(&ref);
+        ln_out_release(&fast);
+        tg_release(dy);
+        tg_release(b);
+        tg_release(w);
+        tg_release(x);
+    }
 }
 
 /* A transposed x (and an every-other-element one) is normalised as its

@@ -927,3 +927,80 @@ TG_TEST(grad_elementwise, null_arguments_record_nothing)
     cr_assert_eq(tg_tape_size(), 0);
     tg_release(x);
 }
+
+/* relu and its gradient on contiguous vectors long enough for the
+ * vectorised loops (67 elements: whole vectors of every width and a
+ * tail) and on a strided view of them, against the rule element by
+ * element: out = x < 0 ? 0 : x (NaN stays NaN, -0 stays -0), dx = out <= 0
+ * ? 0 : g (an infinite g gives 0 where relu is off). */
+static double relu_pattern(int64_t i)
+{
+    static const double v[] = {-1.5, 0.0, -0.0, 2.5, NAN, INFINITY,
+                               -INFINITY, 1e-30, -1e-30};
+    return v[i % 9] * (v[i % 9] == 0 || isinf(v[i % 9]) ? 1 : 1 + i);
+}
+
+static void check_relu_values(const tg_tensor *x, const tg_tensor *g,
+                              const char *what)
+{
+    tg_tensor *xl = tg_detach(x);
+    requires_grad(xl);
+    tg_tensor *out = tg_relu(xl);
+    backward_with(out, g);
+    cr_assert_not_null(xl->grad, "%s: no gradient", what);
+    int64_t n = x->numel;
+    double *vx = malloc((size_t)n * sizeof *vx);
+    double *vg = malloc((size_t)n * sizeof *vg);
+    double *vo = malloc((size_t)n * sizeof *vo);
+    double *vd = malloc((size_t)n * sizeof *vd);
+    cr_assert(vx && vg && vo && vd);
+    cr_assert_eq(tg_to_f64_array(x, vx), 0);
+    cr_assert_eq(tg_to_f64_array(g, vg), 0);
+    cr_assert_eq(tg_to_f64_array(out, vo), 0);
+    cr_assert_eq(tg_to_f64_array(xl->grad, vd), 0);
+    for (int64_t i = 0; i < n; i++) {
+        double o = vx[i] < 0 ? 0.0 : vx[i];
+        double d = o <= 0 ? 0.0 : vg[i];
+        bool same_o = isnan(o) ? isnan(vo[i])
+                               : vo[i] == o && signbit(vo[i]) == signbit(o);
+        cr_assert(same_o, "%s: relu(%g) at %lld gave %g, expected %g", what,
+                  vx[i], (long long)i, vo[i], o);
+        cr_assert(vd[i] == d || (isnan(d) && isnan(vd[i])),
+                  "%s: gradient at %lld (x %g, g %g) is %g, expected %g",
+                  what, (long long)i, vx[i], vg[i], vd[i], d);
+    }
+    free(vd);
+    free(vo);
+    free(vg);
+    free(vx);
+    tg_release(out);
+    tg_release(xl);
+}
+
+TG_TEST(grad_elementwise, relu_loops_follow_the_rule_on_long_vectors)
+{
+    enum { N = 67 };
+    for (int d = 0; d < 2; d++) {
+        tg_dtype dtype = d ? TG_FLOAT64 : TG_FLOAT32;
+        double vx[N], vg[N];
+        for (int64_t i = 0; i < N; i++) {
+            vx[i] = relu_pattern(i);
+            vg[i] = i % 5 == 0 ? INFINITY : (double)(i + 1);
+        }
+        tg_tensor *x64 = tg_from_array(vx, TG_SHAPE(N), TG_FLOAT64);
+        tg_tensor *g64 = tg_from_array(vg, TG_SHAPE(N), TG_FLOAT64);
+        tg_tensor *x = tg_to_dtype(x64, dtype);
+        tg_tensor *g = tg_to_dtype(g64, dtype);
+        check_relu_values(x, g, d ? "float64" : "float32");
+        tg_tensor *xs = tg_test_non_contiguous(x, true);
+        tg_tensor *gs = tg_test_non_contiguous(g, true);
+        check_relu_values(xs, gs, d ? "float64 strided" : "float32 strided");
+        tg_release(gs);
+        tg_release(xs);
+        tg_release(g);
+        tg_release(x);
+        tg_release(g64);
+        tg_release(x64);
+    }
+    cr_assert_eq(tg_tape_size(), 0);
+}

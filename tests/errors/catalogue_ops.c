@@ -1800,10 +1800,22 @@ ERROR_CASE(tg_layer_norm, out_of_memory_for_backward_scratch,
                  "tg_layer_norm: out of memory for the backward's scratch rows");
 }
 
-ERROR_CASE(tg_layer_norm, out_of_memory_for_forward_scratch,
-           "memory runs out for the fast forward's scratch rows")
+/* float32 x with a weight: the fast forward's scratch holds the weight
+ * in double (float64 x and no weight need none) */
+static tg_tensor *layer_norm_f32_weight_of(const tg_tensor *x)
 {
-    cr_assert(oom_sweep_reaches(layer_norm_of, false,
+    tg_tensor *x32 = tg_to_dtype(x, TG_FLOAT32);
+    tg_tensor *w = tg_ones(TG_SHAPE(3), TG_FLOAT32);
+    tg_tensor *y = tg_layer_norm(x32, TG_SHAPE(3), w, NULL, 1e-5);
+    tg_release(w);
+    tg_release(x32);
+    return y;
+}
+
+ERROR_CASE(tg_layer_norm, out_of_memory_for_forward_scratch,
+           "memory runs out for the fast forward's scratch rows (float32 weight and bias in double)")
+{
+    cr_assert(oom_sweep_reaches(layer_norm_f32_weight_of, false,
                                 "tg_layer_norm: out of memory for the "
                                 "forward's scratch rows"),
               "no allocation failure made the forward report it");

@@ -491,6 +491,7 @@ static const tg_conv2d_options conv_opts = {.padding = {1, 1}};
 
 static int setup_conv(bench *b)
 {
+    tg_set_kernels(TG_KERNELS_PORTABLE); // the default build's, as the MLPs
     tg_manual_seed(0);
     int64_t n = b->small ? 2 : 64, c = b->small ? 3 : 16;
     b->x = randn_grad(TG_SHAPE(n, c, 8, 8), true);

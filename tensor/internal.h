@@ -393,6 +393,7 @@ typedef struct tg_busy_state {
     uint64_t stall_at_start_us; // the CPU-wait count then
     int64_t single_until_ns;    // teams of one until then
     int64_t backoff_ns;         // the next back-off
+    int strikes;                // busy windows in a row, short of a back-off
 } tg_busy_state;
 /* One decision at now_ns (a monotonic clock): false when teams must be
  * one thread. read_stall gives the microseconds some task has waited for

@@ -232,16 +232,24 @@ int tg_parallel_threads(int64_t work)
  * task waited for a CPU. When the program did not ask for a thread count,
  * tg_team_threads reads that count at most every BUSY_WINDOW_MIN_NS, and
  * if tasks waited for more than 1 / BUSY_SHARE of the time since the last
- * reading, teams are one thread for a back-off (BUSY_BACKOFF_MIN_NS,
- * doubled while the machine stays busy, up to BUSY_BACKOFF_MAX_NS). When
- * it ends, teams get their threads again and the next window tells
- * whether the machine is still busy. A reading older than
- * BUSY_WINDOW_MAX_NS says nothing about now: it is replaced, not judged.
- * Results do not change with the team size (see the top of this file).
+ * reading in BUSY_STRIKES windows running, teams are one thread for a
+ * back-off (BUSY_BACKOFF_MIN_NS, doubled while the machine stays busy,
+ * up to BUSY_BACKOFF_MAX_NS). When it ends, teams get their threads again
+ * and the next windows tell whether the machine is still busy. A reading
+ * older than BUSY_WINDOW_MAX_NS says nothing about now: it is replaced,
+ * not judged. One busy window is not enough: a program's own new threads
+ * wait a few milliseconds for the scheduler to move them to an idle CPU
+ * (measured here: 4-15 ms of waiting in the first 10 ms of a run on an
+ * idle 2-CPU machine, in one start of two), and two threads busy on two
+ * CPUs leave other tasks waiting for up to a fifth of a window (the 99th
+ * percentile of 10 ms windows here), while another busy program waits
+ * about half of every window. Results do not change with the team size
+ * (see the top of this file).
  */
 #define BUSY_WINDOW_MIN_NS (INT64_C(10) * 1000000)
 #define BUSY_WINDOW_MAX_NS (INT64_C(100) * 1000000)
 #define BUSY_SHARE 4
+#define BUSY_STRIKES 2
 #define BUSY_BACKOFF_MIN_NS (INT64_C(250) * 1000000)
 #define BUSY_BACKOFF_MAX_NS (INT64_C(4000) * 1000000)
 
@@ -262,10 +270,15 @@ bool tg_busy_step(tg_busy_state *s, int64_t now_ns,
     s->window_start_ns = now_ns;
     s->stall_at_start_us = stall_us;
     if (stale || (int64_t)(stall_us - since) * 1000 * BUSY_SHARE <= elapsed) {
-        if (!stale)
+        if (!stale) {
             s->backoff_ns = BUSY_BACKOFF_MIN_NS;
+            s->strikes = 0;
+        }
         return true;
     }
+    if (++s->strikes < BUSY_STRIKES)
+        return true;
+    s->strikes = 0;
     if (s->backoff_ns < BUSY_BACKOFF_MIN_NS)
         s->backoff_ns = BUSY_BACKOFF_MIN_NS;
     s->single_until_ns = now_ns + s->backoff_ns;

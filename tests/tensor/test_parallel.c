@@ -311,7 +311,11 @@ TG_TEST(parallel, busy_rule_backs_off)
     fake_stall_us = 0, fake_reads = 0, fake_ok = true;
     int64_t t = 5000 * MS;
     cr_assert(tg_busy_step(&s, t, fake_reader)); /* the first reading */
-    /* 10 ms later tasks have waited 6 ms: busy, one thread... */
+    /* 10 ms later tasks have waited 6 ms: one busy window, still a team;
+     * after a second one, one thread... */
+    t += 10 * MS;
+    fake_stall_us += 6000;
+    cr_assert(tg_busy_step(&s, t, fake_reader), "one busy window backs off");
     t += 10 * MS;
     fake_stall_us += 6000;
     cr_assert_not(tg_busy_step(&s, t, fake_reader), "busy, yet a team");
@@ -327,7 +331,10 @@ TG_TEST(parallel, busy_rule_backs_off)
      * not judged. */
     t += 250 * MS;
     cr_assert(tg_busy_step(&s, t, fake_reader));
-    /* Still busy: the back-off doubles (500 ms). */
+    /* Still busy, two windows: the back-off doubles (500 ms). */
+    t += 20 * MS;
+    fake_stall_us += 15000;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
     t += 20 * MS;
     fake_stall_us += 15000;
     cr_assert_not(tg_busy_step(&s, t, fake_reader));
@@ -336,11 +343,28 @@ TG_TEST(parallel, busy_rule_backs_off)
     /* Quiet again: teams stay, and the next back-off is 250 ms again. */
     t += 520 * MS;
     cr_assert(tg_busy_step(&s, t, fake_reader));
-    t += 20 * MS;
-    fake_stall_us += 6000;
-    cr_assert_not(tg_busy_step(&s, t, fake_reader));
+    for (int w = 0; w < 2; w++) {
+        t += 20 * MS;
+        fake_stall_us += 6000;
+        cr_assert_eq(tg_busy_step(&s, t, fake_reader), w == 0);
+    }
     cr_assert(tg_busy_step(&s, t + 250 * MS, fake_reader),
               "the back-off was not reset by the quiet window");
+}
+
+/* A burst of waiting in one window, between quiet ones (a new thread
+ * waiting to be moved to an idle CPU), never backs off. */
+TG_TEST(parallel, busy_rule_ignores_a_burst)
+{
+    tg_busy_state s = {0};
+    fake_stall_us = 0, fake_reads = 0, fake_ok = true;
+    int64_t t = 5000 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    for (int w = 0; w < 20; w++) {
+        t += 10 * MS;
+        fake_stall_us += w % 2 == 0 ? 9000 : 100;
+        cr_assert(tg_busy_step(&s, t, fake_reader), "window %d", w);
+    }
 }
 
 /* A counter that went backwards (another kernel, a bad read) or a gap

@@ -423,18 +423,18 @@ TG_GEMM_SIMD(avx2_f64, "avx2", double, 4, 6, 2, 128)
 #define TG_TR_IDX_16(F, h, W)                                                \
     TG_TR_IDX_8(F, h, W), F(h, 8, W), F(h, 9, W), F(h, 10, W), F(h, 11, W),  \
         F(h, 12, W), F(h, 13, W), F(h, 14, W), F(h, 15, W)
-/* One stage: the lane masks are constants, so each shuffle is one
- * two-register permute. */
+/* One stage: the lane indices are constants, so each shuffle is one
+ * two-register permute (__builtin_shufflevector: GCC 12 and Clang). */
 #define TG_TR_STAGE(name, IT, W, h)                                          \
     if ((h) < (W)) {                                                         \
-        const name##_ivec lo = {TG_TR_IDX_##W(TG_TR_LO, h, W)};              \
-        const name##_ivec hi = {TG_TR_IDX_##W(TG_TR_HI, h, W)};              \
         _Pragma("GCC unroll 16") for (int i = 0; i < (W); i++)               \
         {                                                                    \
             if (i & (h))                                                     \
                 continue;                                                    \
-            name##_vec t0 = __builtin_shuffle(r[i], r[i + (h)], lo);         \
-            name##_vec t1 = __builtin_shuffle(r[i], r[i + (h)], hi);         \
+            name##_vec t0 = __builtin_shufflevector(                         \
+                r[i], r[i + (h)], TG_TR_IDX_##W(TG_TR_LO, h, W));            \
+            name##_vec t1 = __builtin_shufflevector(                         \
+                r[i], r[i + (h)], TG_TR_IDX_##W(TG_TR_HI, h, W));            \
             r[i] = t0;                                                       \
             r[i + (h)] = t1;                                                 \
         }                                                                    \

@@ -26,8 +26,10 @@
  *         gets dy[n, c, p, q] / (kH kW).
  *
  * The loops below are the only kernels (there is no fast path to test
- * against them): they read and write contiguous double copies, so a
- * float32 average is summed in double and rounded once.
+ * against them). The maximum is taken in x's own dtype (choosing an
+ * element rounds nothing, so float32 and a double copy give the same
+ * bits); the average and both backwards read and write contiguous double
+ * copies, so a float32 average is summed in double and rounded once.
  *
  * Not here: convolution (conv.c), the modules (nn/conv.c).
  */
@@ -45,35 +47,37 @@ typedef struct pool_geom {
 /* -------------------------------------------------------------- kernels */
 
 /* y and the flat index (ih W + iw, within the channel's plane, as
- * PyTorch's indices) of each maximum; x, y, idx contiguous. */
-static void max_pool_forward(const double *x, const pool_geom *s, double *y,
-                             int64_t *idx)
-{
-    for (int64_t nc = 0; nc < s->n * s->c; nc++) {
-        const double *plane = x + nc * s->h * s->w;
-        for (int64_t p = 0; p < s->ho; p++)
-            for (int64_t q = 0; q < s->wo; q++) {
-                int64_t h0 = p * s->sh - s->ph, w0 = q * s->sw - s->pw;
-                int64_t h1 = h0 + s->kh < s->h ? h0 + s->kh : s->h;
-                int64_t w1 = w0 + s->kw < s->w ? w0 + s->kw : s->w;
-                h0 = h0 > 0 ? h0 : 0;
-                w0 = w0 > 0 ? w0 : 0;
-                double best = -INFINITY;
-                int64_t at = h0 * s->w + w0;
-                for (int64_t ih = h0; ih < h1; ih++)
-                    for (int64_t iw = w0; iw < w1; iw++) {
-                        double v = plane[ih * s->w + iw];
-                        if (v > best || isnan(v)) {
-                            best = v;
-                            at = ih * s->w + iw;
-                        }
-                    }
-                int64_t o = (nc * s->ho + p) * s->wo + q;
-                y[o] = best;
-                idx[o] = at;
-            }
+ * PyTorch's indices) of each maximum; x, y, idx contiguous, of type T. */
+#define MAX_POOL_FORWARD(NAME, T)                                            \
+    static void NAME(const T *x, const pool_geom *s, T *y, int64_t *idx)     \
+    {                                                                        \
+        for (int64_t nc = 0; nc < s->n * s->c; nc++) {                       \
+            const T *plane = x + nc * s->h * s->w;                           \
+            for (int64_t p = 0; p < s->ho; p++)                              \
+                for (int64_t q = 0; q < s->wo; q++) {                        \
+                    int64_t h0 = p * s->sh - s->ph, w0 = q * s->sw - s->pw;  \
+                    int64_t h1 = h0 + s->kh < s->h ? h0 + s->kh : s->h;      \
+                    int64_t w1 = w0 + s->kw < s->w ? w0 + s->kw : s->w;      \
+                    h0 = h0 > 0 ? h0 : 0;                                    \
+                    w0 = w0 > 0 ? w0 : 0;                                    \
+                    T best = -INFINITY;                                      \
+                    int64_t at = h0 * s->w + w0;                             \
+                    for (int64_t ih = h0; ih < h1; ih++)                     \
+                        for (int64_t iw = w0; iw < w1; iw++) {               \
+                            T v = plane[ih * s->w + iw];                     \
+                            if (v > best || isnan(v)) {                      \
+                                best = v;                                    \
+                                at = ih * s->w + iw;                         \
+                            }                                                \
+                        }                                                    \
+                    int64_t o = (nc * s->ho + p) * s->wo + q;                \
+                    y[o] = best;                                             \
+                    idx[o] = at;                                             \
+                }                                                            \
+        }                                                                    \
     }
-}
+MAX_POOL_FORWARD(max_pool_forward_f32, float)
+MAX_POOL_FORWARD(max_pool_forward_f64, double)
 
 /* forward: y[n, c, p, q] = x[n, c, argmax], so
  *   dx[n, c, argmax] += dy[n, c, p, q]
@@ -288,17 +292,19 @@ static tg_tensor *pool(const char *fn, const tg_tensor *x,
     int ndim = out_shape(x, &s, shape);
     if (tg_shape_check(fn, shape, ndim) < 0)
         return NULL;
-    tg_tensor *xd = tg_contiguous_as(x, TG_FLOAT64);
-    tg_tensor *yd = xd ? tg_alloc(shape, ndim, TG_FLOAT64) : NULL;
-    tg_tensor *idx = yd && is_max ? tg_alloc(shape, ndim, TG_INT64) : NULL;
-    tg_tensor *out = yd && (idx || !is_max) ? tg_alloc(shape, ndim, x->dtype)
-                                            : NULL;
-    if (out) {
-        if (is_max)
-            max_pool_forward(tg_data_f64(xd), &s, tg_data_f64(yd),
+    /* max: in x's dtype; avg: summed in double, rounded once */
+    tg_tensor *xd = tg_contiguous_as(x, is_max ? x->dtype : TG_FLOAT64);
+    tg_tensor *yd = xd && !is_max ? tg_alloc(shape, ndim, TG_FLOAT64) : NULL;
+    tg_tensor *idx = xd && is_max ? tg_alloc(shape, ndim, TG_INT64) : NULL;
+    tg_tensor *out = idx || yd ? tg_alloc(shape, ndim, x->dtype) : NULL;
+    if (out && is_max && x->dtype == TG_FLOAT32)
+        max_pool_forward_f32(tg_data_f32(xd), &s, tg_data_f32(out),
                              tg_data_i64(idx));
-        else
-            avg_pool_forward(tg_data_f64(xd), &s, tg_data_f64(yd));
+    else if (out && is_max)
+        max_pool_forward_f64(tg_data_f64(xd), &s, tg_data_f64(out),
+                             tg_data_i64(idx));
+    else if (out) {
+        avg_pool_forward(tg_data_f64(xd), &s, tg_data_f64(yd));
         tg_copy_unchecked(out, yd);
     }
     tg_release(yd);

@@ -573,6 +573,46 @@ TG_TEST(conv, gradient_of_one_input_only)
 
 /* PyTorch's CPU kernel keeps the first maximum of a window, and a NaN
  * over any number. */
+/* The maximum is taken in float32 on float32 input (choosing rounds
+ * nothing): the same values and the same argmax (so the same gradient) as
+ * on a float64 copy, with padding, overlapping windows, ties and NaNs. */
+TG_TEST(pool, max_float32_picks_what_float64_picks)
+{
+    tg_manual_seed(3);
+    tg_tensor *r = check(tg_randn(TG_SHAPE(2, 3, 7, 6), TG_FLOAT32));
+    float *v = tg_data_f32(r);
+    v[5] = v[6]; // a tie in one window
+    v[40] = NAN;
+    v[41] = NAN; // two NaNs in one window: the last wins
+    const int64_t k[2] = {3, 3}, st[2] = {2, 1}, pd[2] = {1, 1};
+    tg_tensor *x[2] = {check(tg_clone(r)),
+                       check(tg_to_dtype(r, TG_FLOAT64))};
+    tg_tensor *y[2], *dx[2];
+    for (int d = 0; d < 2; d++) {
+        tg_set_requires_grad(x[d], true);
+        y[d] = check(tg_max_pool2d(x[d], k, st, pd));
+        tg_tensor *loss = check(tg_sum(y[d], NULL, 0, false));
+        cr_assert_eq(tg_backward(loss), 0);
+        dx[d] = tg_retain(x[d]->grad);
+        tg_release(loss);
+    }
+    cr_assert_eq(y[0]->dtype, TG_FLOAT32);
+    for (int64_t i = 0; i < y[1]->numel; i++) {
+        double a = tg_data_f32(y[0])[i], b = tg_data_f64(y[1])[i];
+        cr_assert((isnan(a) && isnan(b)) || a == b, "y[%lld]: %g vs %g",
+                  (long long)i, a, b);
+    }
+    for (int64_t i = 0; i < dx[1]->numel; i++)
+        cr_assert_eq((double)tg_data_f32(dx[0])[i], tg_data_f64(dx[1])[i],
+                     "dx[%lld]", (long long)i);
+    for (int d = 0; d < 2; d++) {
+        tg_release(dx[d]);
+        tg_release(y[d]);
+        tg_release(x[d]);
+    }
+    tg_release(r);
+}
+
 TG_TEST(pool, max_ties_and_nan)
 {
     /* window 0: 3 3 / 2 1, a tie; window 1: 3 0 / NaN 5 */

@@ -174,6 +174,40 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
  *   (O/G, K) are scratch; dx and dw (both zeroed) may be NULL when not
  *   needed. */
 #define TG_CONV_KERNELS(sfx, T, GEMM)                                       \
+    /* One image's part of a cols row (c, i, j) when the stride is 1 and   \
+     * the width is kept (Wo == W: "same" padding). Then output (p, q)     \
+     * reads image element (p + di) W + q + dj, a constant shift of its    \
+     * own index p W + q, so the valid rows are one copy of a contiguous   \
+     * span, after which the columns that wrapped into the next or the     \
+     * previous image row (q outside [q0, q1)) are set to 0, as are the    \
+     * rows in the padding. The same values as the row-by-row loop below.  \
+     */                                                                     \
+    static void same_width_cols_##sfx(const T *plane, const conv_geom *s,  \
+                                      int64_t i, int64_t j, int64_t q0,    \
+                                      int64_t q1, T *dst)                  \
+    {                                                                       \
+        int64_t W = s->w, di = i * s->dh - s->ph, dj = j * s->dw - s->pw;  \
+        int64_t p0 = di < 0 ? -di : 0;                                      \
+        int64_t p1 = s->h - di < s->ho ? s->h - di : s->ho;                 \
+        if (p1 <= p0 || q1 <= q0) {                                         \
+            for (int64_t e = 0; e < s->ho * W; e++)                         \
+                dst[e] = 0;                                                 \
+            return;                                                         \
+        }                                                                   \
+        int64_t a = p0 * W + q0, b = (p1 - 1) * W + q1;                     \
+        memcpy(dst + a, plane + a + di * W + dj, sizeof(T) * (size_t)(b - a)); \
+        for (int64_t e = 0; e < p0 * W; e++)                                \
+            dst[e] = 0;                                                     \
+        for (int64_t p = p0; p < p1; p++) {                                 \
+            for (int64_t q = 0; q < q0; q++)                                \
+                dst[p * W + q] = 0;                                         \
+            for (int64_t q = q1; q < W; q++)                                \
+                dst[p * W + q] = 0;                                         \
+        }                                                                   \
+        for (int64_t e = p1 * W; e < s->ho * W; e++)                        \
+            dst[e] = 0;                                                     \
+    }                                                                       \
+                                                                            \
     static void im2col_##sfx(const T *x, const conv_geom *s, int64_t g,    \
                              int64_t n0, int64_t nb, T *cols)              \
     {                                                                       \
@@ -188,6 +222,11 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
                         const T *plane =                                    \
                             x + ((n0 + n) * s->c + g * cg + c) * s->h *     \
                                     s->w;                                   \
+                        if (s->sh == 1 && s->sw == 1 && s->wo == s->w) {    \
+                            same_width_cols_##sfx(plane, s, i, j, q0, q1,   \
+                                                  row + n * L);             \
+                            continue;                                       \
+                        }                                                   \
                         for (int64_t p = 0; p < s->ho; p++) {               \
                             T *dst = row + n * L + p * s->wo;               \
                             int64_t ih = p * s->sh - s->ph + i * s->dh;     \

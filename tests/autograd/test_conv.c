@@ -474,6 +474,47 @@ TG_TEST(conv, im2col_matches_plain_loops)
     fast_vs_reference(TG_FLOAT32, true, 20, 1e-4, 1e-4);
 }
 
+/* Stride 1 with the width kept ("same" padding, Wo == W) takes im2col's
+ * shifted-copy path (conv.c, same_width_cols): against the plain loops,
+ * with dilation, a kernel taller than wide, groups, and images shorter
+ * than the kernel's reach (every row of some cols rows in the padding). */
+static void same_width_vs_reference(tg_dtype dtype, int64_t h, int64_t kh,
+                                    int64_t kw, int64_t dil, double tol)
+{
+    tg_generator *g = tg_generator_new(9);
+    tg_tensor *x = check(tg_randn_gen(g, TG_SHAPE(5, 4, h, 7), dtype));
+    tg_tensor *w = check(tg_randn_gen(g, TG_SHAPE(6, 2, kh, kw), dtype));
+    tg_tensor *b = check(tg_randn_gen(g, TG_SHAPE(6), dtype));
+    int64_t ho = h + 2 * (dil * (kh - 1) / 2) - dil * (kh - 1);
+    tg_tensor *dy = check(tg_randn_gen(g, TG_SHAPE(5, 6, ho, 7), dtype));
+    tg_conv2d_options o = {.stride = {1, 1},
+                           .padding = {dil * (kh - 1) / 2, dil * (kw - 1) / 2},
+                           .dilation = {dil, dil}, .groups = 2};
+    cr_assert_eq(tg_set_kernels(TG_KERNELS_REFERENCE), 0);
+    results want = run_conv(x, w, b, &o, dy);
+    cr_assert_eq(tg_set_kernels(TG_KERNELS_FAST), 0);
+    results got = run_conv(x, w, b, &o, dy);
+    cr_assert_eq(got.y->shape[3], 7, "not the same-width case");
+    tg_assert_close(got.y, want.y, tol, tol);
+    tg_assert_close(got.dx, want.dx, tol, tol);
+    tg_assert_close(got.dw, want.dw, tol, tol);
+    results_release(&want);
+    results_release(&got);
+    tg_release(x);
+    tg_release(w);
+    tg_release(b);
+    tg_release(dy);
+    tg_generator_free(g);
+}
+
+TG_TEST(conv, same_width_im2col_matches_plain_loops)
+{
+    same_width_vs_reference(TG_FLOAT64, 6, 3, 3, 1, 1e-12);
+    same_width_vs_reference(TG_FLOAT64, 6, 5, 3, 2, 1e-12);
+    same_width_vs_reference(TG_FLOAT64, 2, 5, 5, 2, 1e-12);
+    same_width_vs_reference(TG_FLOAT32, 6, 3, 3, 1, 1e-4);
+}
+
 /* ------------------------------------------------------------- details */
 
 TG_TEST(conv, options_zero_null_and_defaults_agree)

@@ -69,9 +69,9 @@
  * measurements showed): batch sizes 2 and 32, no norm, BatchNorm and
  * GroupNorm, 3 seeds, 4 epochs, in a few seconds.
  *
- * The full sweep, 75 runs, took 51 s and 73 s of wall time (15 s of CPU
- * time) on one thread of a busy 2-core machine; most of it is batch 2,
- * 7,190 steps a run. The MLP's 60 runs take about 3 s.
+ * The full sweep, 75 runs, takes about 12 s on one thread of a quiet
+ * 2-core machine; most of it is batch 2, 7,190 steps a run. The MLP's 60
+ * runs take about 3 s.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L // clock_gettime

@@ -274,8 +274,12 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
                             const T *src = row + n * L + p * s->wo;         \
                             T *dst = plane + ih * s->w;                     \
                             T *at = dst + q0 * s->sw - s->pw + j * s->dw;   \
-                            for (int64_t q = q0; q < q1; q++)               \
-                                at[(q - q0) * s->sw] += src[q];             \
+                            if (s->sw == 1) /* a loop that vectorises */    \
+                                for (int64_t q = q0; q < q1; q++)           \
+                                    at[q - q0] += src[q];                   \
+                            else                                            \
+                                for (int64_t q = q0; q < q1; q++)           \
+                                    at[(q - q0) * s->sw] += src[q];         \
                         }                                                   \
                     }                                                       \
                 }                                                           \

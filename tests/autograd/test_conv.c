@@ -424,29 +424,37 @@ TG_TEST(pool, matches_numpy)
 
 /* -------------------------------------------- im2col against the loops */
 
-/* A case larger than the references, with groups, padding, stride and
- * dilation, random values: the im2col path against the plain loops, on a
- * batch of n images. The im2col path takes the images in chunks of
- * 256 / 30 = 8 here (conv.c, CONV_CHUNK_COLS), so n = 20 makes chunks of
- * 8, 8 and 4. */
-static void fast_vs_reference(tg_dtype dtype, bool non_contiguous,
-                              int64_t n, double rtol, double atol)
+/* The im2col path against the plain loops on one case: x (shape x),
+ * weight (shape w), options o, random values from seed, dy of y's shape;
+ * x and w as strided views when non_contiguous. */
+typedef struct loops_case {
+    int64_t x[4], w[4];
+    tg_conv2d_options o;
+    uint64_t seed;
+} loops_case;
+
+static void fast_vs_loops(const loops_case *c, tg_dtype dtype,
+                          bool non_contiguous, double rtol, double atol)
 {
-    tg_generator *g = tg_generator_new(5);
-    tg_tensor *x0 = check(tg_randn_gen(g, TG_SHAPE(n, 6, 11, 9), dtype));
-    tg_tensor *w0 = check(tg_randn_gen(g, TG_SHAPE(8, 3, 3, 2), dtype));
-    tg_tensor *b = check(tg_randn_gen(g, TG_SHAPE(8), dtype));
-    tg_tensor *dy = check(tg_randn_gen(g, TG_SHAPE(n, 8, 5, 6), dtype));
+    const tg_conv2d_options *o = &c->o;
+    int64_t ho = (c->x[2] + 2 * o->padding[0] -
+                  o->dilation[0] * (c->w[2] - 1) - 1) / o->stride[0] + 1;
+    int64_t wo = (c->x[3] + 2 * o->padding[1] -
+                  o->dilation[1] * (c->w[3] - 1) - 1) / o->stride[1] + 1;
+    tg_generator *g = tg_generator_new(c->seed);
+    tg_tensor *x0 = check(tg_randn_gen(g, c->x, 4, dtype));
+    tg_tensor *w0 = check(tg_randn_gen(g, c->w, 4, dtype));
+    tg_tensor *b = check(tg_randn_gen(g, &c->w[0], 1, dtype));
+    tg_tensor *dy = check(
+        tg_randn_gen(g, TG_SHAPE(c->x[0], c->w[0], ho, wo), dtype));
     tg_tensor *x = non_contiguous ? check(tg_test_non_contiguous(x0, false))
                                   : tg_retain(x0);
     tg_tensor *w = non_contiguous ? check(tg_test_non_contiguous(w0, true))
                                   : tg_retain(w0);
-    tg_conv2d_options o = {.stride = {2, 2}, .padding = {1, 2},
-                           .dilation = {2, 1}, .groups = 2};
     cr_assert_eq(tg_set_kernels(TG_KERNELS_REFERENCE), 0);
-    results want = run_conv(x0, w0, b, &o, dy);
+    results want = run_conv(x0, w0, b, o, dy);
     cr_assert_eq(tg_set_kernels(TG_KERNELS_FAST), 0);
-    results got = run_conv(x, w, b, &o, dy);
+    results got = run_conv(x, w, b, o, dy);
     tg_assert_close(got.y, want.y, rtol, atol);
     tg_assert_close(got.dx, want.dx, rtol, atol);
     tg_assert_close(got.dw, want.dw, rtol, atol);
@@ -460,6 +468,19 @@ static void fast_vs_reference(tg_dtype dtype, bool non_contiguous,
     tg_release(b);
     tg_release(dy);
     tg_generator_free(g);
+}
+
+/* A case larger than the references, with groups, padding, stride and
+ * dilation, on a batch of n images. The im2col path takes the images in
+ * chunks of 256 / 30 = 8 here (conv.c, CONV_CHUNK_COLS), so n = 20 makes
+ * chunks of 8, 8 and 4. */
+static void fast_vs_reference(tg_dtype dtype, bool non_contiguous,
+                              int64_t n, double rtol, double atol)
+{
+    loops_case c = {{n, 6, 11, 9}, {8, 3, 3, 2},
+                    {.stride = {2, 2}, .padding = {1, 2},
+                     .dilation = {2, 1}, .groups = 2}, 5};
+    fast_vs_loops(&c, dtype, non_contiguous, rtol, atol);
 }
 
 TG_TEST(conv, im2col_matches_plain_loops)
@@ -481,30 +502,13 @@ TG_TEST(conv, im2col_matches_plain_loops)
 static void same_width_vs_reference(tg_dtype dtype, int64_t h, int64_t kh,
                                     int64_t kw, int64_t dil, double tol)
 {
-    tg_generator *g = tg_generator_new(9);
-    tg_tensor *x = check(tg_randn_gen(g, TG_SHAPE(5, 4, h, 7), dtype));
-    tg_tensor *w = check(tg_randn_gen(g, TG_SHAPE(6, 2, kh, kw), dtype));
-    tg_tensor *b = check(tg_randn_gen(g, TG_SHAPE(6), dtype));
-    int64_t ho = h + 2 * (dil * (kh - 1) / 2) - dil * (kh - 1);
-    tg_tensor *dy = check(tg_randn_gen(g, TG_SHAPE(5, 6, ho, 7), dtype));
-    tg_conv2d_options o = {.stride = {1, 1},
-                           .padding = {dil * (kh - 1) / 2, dil * (kw - 1) / 2},
-                           .dilation = {dil, dil}, .groups = 2};
-    cr_assert_eq(tg_set_kernels(TG_KERNELS_REFERENCE), 0);
-    results want = run_conv(x, w, b, &o, dy);
-    cr_assert_eq(tg_set_kernels(TG_KERNELS_FAST), 0);
-    results got = run_conv(x, w, b, &o, dy);
-    cr_assert_eq(got.y->shape[3], 7, "not the same-width case");
-    tg_assert_close(got.y, want.y, tol, tol);
-    tg_assert_close(got.dx, want.dx, tol, tol);
-    tg_assert_close(got.dw, want.dw, tol, tol);
-    results_release(&want);
-    results_release(&got);
-    tg_release(x);
-    tg_release(w);
-    tg_release(b);
-    tg_release(dy);
-    tg_generator_free(g);
+    loops_case c = {{5, 4, h, 7}, {6, 2, kh, kw},
+                    {.stride = {1, 1},
+                     .padding = {dil * (kh - 1) / 2, dil * (kw - 1) / 2},
+                     .dilation = {dil, dil}, .groups = 2}, 9};
+    cr_assert_eq(7 + 2 * c.o.padding[1] - dil * (kw - 1), 7,
+                 "not the same-width case");
+    fast_vs_loops(&c, dtype, false, tol, tol);
 }
 
 TG_TEST(conv, same_width_im2col_matches_plain_loops)

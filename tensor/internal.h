@@ -218,8 +218,19 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
 
 /* Loop bodies for the kernels above. Inside EXPR, `a` (and `b`) are the
  * input elements of type TI; the result is stored as TO. The contiguous
- * branch is a plain indexed loop that the compiler vectorises. */
-#define TG_UNARY_LOOP(name, TO, TI, EXPR)                                   \
+ * case is a plain indexed loop that the compiler vectorises, in a
+ * function of its own marked ATTR: nothing for most ops (it is inlined),
+ * TG_VECTOR_CLONES for the ones a training step runs on every activation
+ * (the _CLONES forms), which gets a copy for each CPU width. EXPR is
+ * evaluated alike in every copy, so the bits do not change. */
+#define TG_UNARY_LOOP_AS(ATTR, name, TO, TI, EXPR)                          \
+    static ATTR void name##_unit_(TO *o_, const TI *x_, int64_t n_)        \
+    {                                                                       \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                               \
+            TI a = x_[i_];                                                  \
+            o_[i_] = (TO)(EXPR);                                            \
+        }                                                                   \
+    }                                                                       \
     static void name(char **data_, const int64_t *st_, int64_t n_,         \
                      void *ctx_)                                            \
     {                                                                       \
@@ -227,10 +238,7 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
         TO *o_ = (TO *)data_[0];                                            \
         const TI *x_ = (const TI *)data_[1];                                \
         if (st_[0] == 1 && st_[1] == 1) {                                   \
-            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
-                TI a = x_[i_];                                              \
-                o_[i_] = (TO)(EXPR);                                        \
-            }                                                               \
+            name##_unit_(o_, x_, n_);                                       \
         } else {                                                            \
             for (int64_t i_ = 0; i_ < n_; i_++) {                           \
                 TI a = x_[i_ * st_[1]];                                     \
@@ -238,8 +246,20 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
             }                                                               \
         }                                                                   \
     }
+#define TG_UNARY_LOOP(name, TO, TI, EXPR)                                   \
+    TG_UNARY_LOOP_AS(, name, TO, TI, EXPR)
+#define TG_UNARY_LOOP_CLONES(name, TO, TI, EXPR)                            \
+    TG_UNARY_LOOP_AS(TG_VECTOR_CLONES, name, TO, TI, EXPR)
 
-#define TG_BINARY_LOOP(name, TO, TI, EXPR)                                  \
+#define TG_BINARY_LOOP_AS(ATTR, name, TO, TI, EXPR)                         \
+    static ATTR void name##_unit_(TO *o_, const TI *pa_, const TI *pb_,    \
+                                  int64_t n_)                               \
+    {                                                                       \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                               \
+            TI a = pa_[i_], b = pb_[i_];                                    \
+            o_[i_] = (TO)(EXPR);                                            \
+        }                                                                   \
+    }                                                                       \
     static void name(char **data_, const int64_t *st_, int64_t n_,         \
                      void *ctx_)                                            \
     {                                                                       \
@@ -248,10 +268,7 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
         const TI *pa_ = (const TI *)data_[1];                               \
         const TI *pb_ = (const TI *)data_[2];                               \
         if (st_[0] == 1 && st_[1] == 1 && st_[2] == 1) {                    \
-            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
-                TI a = pa_[i_], b = pb_[i_];                                \
-                o_[i_] = (TO)(EXPR);                                        \
-            }                                                               \
+            name##_unit_(o_, pa_, pb_, n_);                                 \
         } else if (st_[0] == 1 && st_[1] == 1 && st_[2] == 0) {             \
             const TI b = pb_[0];                                            \
             for (int64_t i_ = 0; i_ < n_; i_++) {                           \
@@ -265,6 +282,10 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
             }                                                               \
         }                                                                   \
     }
+#define TG_BINARY_LOOP(name, TO, TI, EXPR)                                  \
+    TG_BINARY_LOOP_AS(, name, TO, TI, EXPR)
+#define TG_BINARY_LOOP_CLONES(name, TO, TI, EXPR)                           \
+    TG_BINARY_LOOP_AS(TG_VECTOR_CLONES, name, TO, TI, EXPR)
 
 /* The same loops reading a double parameter from ctx as `p` (clamp bounds,
  * leaky slopes, ...). ctx points at a double[2]: p = ctx[0], q = ctx[1]. */

@@ -132,52 +132,10 @@ tg_tensor *tg_sigmoid(const tg_tensor *x)
 /* --------------------------------------------------------------- relu */
 /* out = max(x, 0). Written as x < 0 ? 0 : x so that NaN stays NaN and -0
  * stays -0, as torch.relu. */
-/* The float loops of relu and its gradient, with the contiguous case (a
- * training step's) in a copy for each CPU width that the compiler
- * vectorises (TG_VECTOR_CLONES): a select per element, the same bits in
- * every copy. */
-#define RELU_LOOPS(SFX, T)                                                   \
-    static TG_VECTOR_CLONES void relu_unit_##SFX(T *o, const T *x,           \
-                                                 int64_t n)                  \
-    {                                                                        \
-        for (int64_t i = 0; i < n; i++)                                      \
-            o[i] = x[i] < 0 ? (T)0 : x[i];                                   \
-    }                                                                        \
-    static void relu_##SFX(char **data, const int64_t *st, int64_t n,        \
-                           void *ctx)                                        \
-    {                                                                        \
-        (void)ctx;                                                           \
-        T *o = (T *)data[0];                                                 \
-        const T *x = (const T *)data[1];                                     \
-        if (st[0] == 1 && st[1] == 1) {                                      \
-            relu_unit_##SFX(o, x, n);                                        \
-            return;                                                          \
-        }                                                                    \
-        for (int64_t i = 0; i < n; i++)                                      \
-            o[i * st[0]] = x[i * st[1]] < 0 ? (T)0 : x[i * st[1]];           \
-    }                                                                        \
-    /* out <= 0 ? 0 : g: see relu_backward */                                \
-    static TG_VECTOR_CLONES void relu_grad_unit_##SFX(                       \
-        T *o, const T *out, const T *g, int64_t n)                           \
-    {                                                                        \
-        for (int64_t i = 0; i < n; i++)                                      \
-            o[i] = out[i] <= 0 ? (T)0 : g[i];                                \
-    }                                                                        \
-    static void relu_grad_##SFX(char **data, const int64_t *st, int64_t n,   \
-                                void *ctx)                                   \
-    {                                                                        \
-        (void)ctx;                                                           \
-        T *o = (T *)data[0];                                                 \
-        const T *out = (const T *)data[1], *g = (const T *)data[2];          \
-        if (st[0] == 1 && st[1] == 1 && st[2] == 1) {                        \
-            relu_grad_unit_##SFX(o, out, g, n);                              \
-            return;                                                          \
-        }                                                                    \
-        for (int64_t i = 0; i < n; i++)                                      \
-            o[i * st[0]] = out[i * st[1]] <= 0 ? (T)0 : g[i * st[2]];        \
-    }
-RELU_LOOPS(f32, float)
-RELU_LOOPS(f64, double)
+/* The float loops run on every activation of a training step: their
+ * contiguous loops get a copy for each CPU width (TG_UNARY_LOOP_CLONES). */
+TG_UNARY_LOOP_CLONES(relu_f32, float, float, a < 0 ? 0.0f : a)
+TG_UNARY_LOOP_CLONES(relu_f64, double, double, a < 0 ? 0.0 : a)
 TG_UNARY_LOOP(relu_i64, int64_t, int64_t, a < 0 ? 0 : a)
 static const tg_elementwise_kernel relu_kernel = {relu_f32, relu_f64,
                                                   relu_i64, false};
@@ -187,7 +145,8 @@ static const tg_elementwise_kernel relu_kernel = {relu_f32, relu_f64,
  * threshold_backward, out <= 0 ? 0 : g, so a NaN input passes g on (NaN
  * <= 0 is false) and an infinite g stays out of the zeroed places (no
  * 0 * inf). saved: out */
-/* (relu_grad_f32 and relu_grad_f64: RELU_LOOPS above) */
+TG_BINARY_LOOP_CLONES(relu_grad_f32, float, float, a <= 0 ? 0.0f : b)
+TG_BINARY_LOOP_CLONES(relu_grad_f64, double, double, a <= 0 ? 0.0 : b)
 static const tg_elementwise_kernel relu_grad_kernel = {
     relu_grad_f32, relu_grad_f64, NULL, false};
 

@@ -93,77 +93,58 @@ static void product(tg_dtype dtype, bool naive, operand a, operand b,
     }
 }
 
-/* y[i, j] += b[j] for y (m, n) contiguous, b of unit stride: a loop the
- * compiler vectorises, built for each CPU width (one addition per element,
- * the same bits in every copy). */
-#define TG_LINEAR_ADD_BIAS_UNIT(sfx, T)                                     \
-    static TG_VECTOR_CLONES void add_bias_unit_##sfx(                       \
-        T *restrict y, const T *restrict b, int64_t m, int64_t n)           \
+/* y[i, j] += b[j] for y (m, n) contiguous, b with stride sb. One body,
+ * add_bias_at: called with sb == 1 (the usual case) by a copy built for
+ * each CPU width (TG_VECTOR_CLONES), where the compiler knows the stride
+ * and vectorises, and with any sb by a plain one; one addition per
+ * element, the same bits in every copy. */
+#define TG_LINEAR_ADD_BIAS(sfx, T)                                          \
+    static inline __attribute__((always_inline)) void add_bias_at_##sfx(    \
+        T *restrict y, const T *restrict b, int64_t sb, int64_t m,          \
+        int64_t n)                                                          \
     {                                                                       \
         for (int64_t i = 0; i < m; i++)                                     \
             for (int64_t j = 0; j < n; j++)                                 \
-                y[i * n + j] += b[j];                                       \
+                y[i * n + j] += b[j * sb];                                  \
+    }                                                                       \
+    static TG_VECTOR_CLONES void add_bias_unit_##sfx(                       \
+        T *y, const T *b, int64_t m, int64_t n)                             \
+    {                                                                       \
+        add_bias_at_##sfx(y, b, 1, m, n);                                   \
+    }                                                                       \
+    static void add_bias_##sfx(T *y, const T *b, int64_t sb, int64_t m,     \
+                               int64_t n)                                   \
+    {                                                                       \
+        if (sb == 1)                                                        \
+            add_bias_unit_##sfx(y, b, m, n);                                \
+        else                                                                \
+            add_bias_at_##sfx(y, b, sb, m, n);                              \
     }
-TG_LINEAR_ADD_BIAS_UNIT(f32, float)
-TG_LINEAR_ADD_BIAS_UNIT(f64, double)
+TG_LINEAR_ADD_BIAS(f32, float)
+TG_LINEAR_ADD_BIAS(f64, double)
 
-/* y[i, j] += b[j] for y (m, n) contiguous, b with stride sb. */
 static void add_bias(tg_dtype dtype, void *y, const void *b, int64_t sb,
                      int64_t m, int64_t n)
 {
-    if (sb == 1 && dtype == TG_FLOAT32) {
-        add_bias_unit_f32(y, b, m, n);
-    } else if (sb == 1) {
-        add_bias_unit_f64(y, b, m, n);
-    } else if (dtype == TG_FLOAT32) {
-        float *yf = y;
-        const float *bf = b;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                yf[i * n + j] += bf[j * sb];
-    } else {
-        double *yd = y;
-        const double *bd = b;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                yd[i * n + j] += bd[j * sb];
-    }
+    if (dtype == TG_FLOAT32)
+        add_bias_f32(y, b, sb, m, n);
+    else
+        add_bias_f64(y, b, sb, m, n);
 }
 
 /* db[j] = sum_i g[i * s0 + j * s1], each column summed in double with
  * the rows in order. The walk goes along the rows (g is usually
  * row-major), a block of columns at a time, each column's partial sum in
  * acc: the same additions in the same order as a column-by-column loop.
- * Rows of unit stride (s1 == 1, the usual case) take a copy of the loop
- * that the compiler vectorises across the columns, built for each CPU
- * width (TG_VECTOR_CLONES); each column still adds its rows one after
- * another in order, so every copy gives the same bits as the strided
- * loop. */
+ * Rows go four at a time, added to acc[j] one after another while it
+ * stays in a register. As for the bias, one body (column_sums_at) serves
+ * rows of unit stride (s1 == 1, the usual case) in a copy for each CPU
+ * width that the compiler vectorises across the columns, and any stride
+ * in a plain copy: the same additions in the same order, the same bits. */
 #define TG_LINEAR_COLUMN_SUMS(sfx, T)                                       \
-    static void column_sums_##sfx(const T *g, int64_t s0, int64_t s1,       \
-                                  T *db, int64_t m, int64_t n)              \
-    {                                                                       \
-        enum { COLS = 256 };                                                \
-        double acc[COLS];                                                   \
-        for (int64_t j0 = 0; j0 < n; j0 += COLS) {                          \
-            int64_t w = n - j0 < COLS ? n - j0 : COLS;                      \
-            for (int64_t j = 0; j < w; j++)                                 \
-                acc[j] = 0;                                                 \
-            for (int64_t i = 0; i < m; i++) {                               \
-                const T *row = g + i * s0 + j0 * s1;                        \
-                for (int64_t j = 0; j < w; j++)                             \
-                    acc[j] += (double)row[j * s1];                          \
-            }                                                               \
-            for (int64_t j = 0; j < w; j++)                                 \
-                db[j0 + j] = (T)acc[j];                                     \
-        }                                                                   \
-    }                                                                       \
-    /* The same sums for rows of unit stride (s1 == 1): the compiler       \
-     * vectorises the loop across the columns, and rows go four at a time, \
-     * added to acc[j] one after another while it stays in a register. */   \
-    static TG_VECTOR_CLONES void column_sums_unit_##sfx(                    \
-        const T *restrict g, int64_t s0, T *restrict db, int64_t m,         \
-        int64_t n)                                                          \
+    static inline __attribute__((always_inline)) void column_sums_at_##sfx( \
+        const T *restrict g, int64_t s0, int64_t s1, T *restrict db,        \
+        int64_t m, int64_t n)                                               \
     {                                                                       \
         enum { COLS = 256 };                                                \
         double acc[COLS];                                                   \
@@ -173,18 +154,32 @@ static void add_bias(tg_dtype dtype, void *y, const void *b, int64_t sb,
                 acc[j] = 0;                                                 \
             int64_t i = 0;                                                  \
             for (; i + 4 <= m; i += 4) { /* four rows, added in order */    \
-                const T *g0 = g + i * s0 + j0, *g1 = g0 + s0;               \
+                const T *g0 = g + i * s0 + j0 * s1, *g1 = g0 + s0;          \
                 const T *g2 = g1 + s0, *g3 = g2 + s0;                       \
                 for (int64_t j = 0; j < w; j++)                             \
-                    acc[j] = acc[j] + (double)g0[j] + (double)g1[j] +       \
-                             (double)g2[j] + (double)g3[j];                 \
+                    acc[j] = acc[j] + (double)g0[j * s1] +                  \
+                             (double)g1[j * s1] + (double)g2[j * s1] +      \
+                             (double)g3[j * s1];                            \
             }                                                               \
             for (; i < m; i++)                                              \
                 for (int64_t j = 0; j < w; j++)                             \
-                    acc[j] += (double)g[i * s0 + j0 + j];                   \
+                    acc[j] += (double)g[i * s0 + (j0 + j) * s1];            \
             for (int64_t j = 0; j < w; j++)                                 \
                 db[j0 + j] = (T)acc[j];                                     \
         }                                                                   \
+    }                                                                       \
+    static TG_VECTOR_CLONES void column_sums_unit_##sfx(                    \
+        const T *g, int64_t s0, T *db, int64_t m, int64_t n)                \
+    {                                                                       \
+        column_sums_at_##sfx(g, s0, 1, db, m, n);                           \
+    }                                                                       \
+    static void column_sums_##sfx(const T *g, int64_t s0, int64_t s1,       \
+                                  T *db, int64_t m, int64_t n)              \
+    {                                                                       \
+        if (s1 == 1)                                                        \
+            column_sums_unit_##sfx(g, s0, db, m, n);                        \
+        else                                                                \
+            column_sums_at_##sfx(g, s0, s1, db, m, n);                      \
     }
 
 TG_LINEAR_COLUMN_SUMS(f32, float)
@@ -193,11 +188,7 @@ TG_LINEAR_COLUMN_SUMS(f64, double)
 static void column_sums(tg_dtype dtype, operand g, void *db, int64_t m,
                         int64_t n)
 {
-    if (g.s1 == 1 && dtype == TG_FLOAT32)
-        column_sums_unit_f32(g.p, g.s0, db, m, n);
-    else if (g.s1 == 1)
-        column_sums_unit_f64(g.p, g.s0, db, m, n);
-    else if (dtype == TG_FLOAT32)
+    if (dtype == TG_FLOAT32)
         column_sums_f32(g.p, g.s0, g.s1, db, m, n);
     else
         column_sums_f64(g.p, g.s0, g.s1, db, m, n);

@@ -270,10 +270,9 @@ bool tg_busy_step(tg_busy_state *s, int64_t now_ns,
     s->window_start_ns = now_ns;
     s->stall_at_start_us = stall_us;
     if (stale || (int64_t)(stall_us - since) * 1000 * BUSY_SHARE <= elapsed) {
-        if (!stale) {
+        s->strikes = 0; // the run of busy windows is broken either way
+        if (!stale)
             s->backoff_ns = BUSY_BACKOFF_MIN_NS;
-            s->strikes = 0;
-        }
         return true;
     }
     if (++s->strikes < BUSY_STRIKES)

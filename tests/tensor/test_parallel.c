@@ -379,6 +379,17 @@ TG_TEST(parallel, busy_rule_stale_readings)
     cr_assert(tg_busy_step(&s, t + 2000 * MS, fake_reader));
     fake_stall_us = 10;
     cr_assert(tg_busy_step(&s, t + 2020 * MS, fake_reader));
+    /* A busy window, a gap of 2 s, another busy window: not two in a
+     * row, so no back-off. */
+    t += 3000 * MS;
+    cr_assert(tg_busy_step(&s, t, fake_reader));
+    fake_stall_us += 9000;
+    cr_assert(tg_busy_step(&s, t + 10 * MS, fake_reader));
+    fake_stall_us += 9000;
+    cr_assert(tg_busy_step(&s, t + 2010 * MS, fake_reader));
+    fake_stall_us += 9000;
+    cr_assert(tg_busy_step(&s, t + 2020 * MS, fake_reader),
+              "two busy windows 2 s apart counted as a run");
 }
 
 static atomic_bool spin_stop;

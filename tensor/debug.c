@@ -76,8 +76,6 @@ static int env_switch(const char *var, const char *fallback_says)
     return tg_env_choice(var, names, 2, 0, fallback_says);
 }
 
-/* Reads TG_DEBUG and TG_LEAK_CHECK once (two threads may both read them:
- * they read the same values). */
 /* tg_debug_switches from the two switches, once both are read. */
 static void switches_update(void)
 {
@@ -90,6 +88,8 @@ static void switches_update(void)
                               memory_order_relaxed);
 }
 
+/* Reads TG_DEBUG and TG_LEAK_CHECK once (two threads may both read them:
+ * they read the same values). */
 static void read_environment(void)
 {
     if (atomic_load_explicit(&leak_check_on, memory_order_relaxed) < 0) {

@@ -168,11 +168,12 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
  * im2col_*: cols (K, nb L) of group g; row (c, i, j), column (n - n0, p,
  *   q).
  * col2im_*: the reverse, adding: dx[element im2col read] += cols[...].
- * conv_forward_*: y (N, O, L) from x and w; cols (K, chunk L) and tmp
+ * conv_forward_*: y (N, O, L) from x and w, chunk images at a time
+ *   (conv_chunk, which sized the scratch); cols (K, chunk L) and tmp
  *   (O/G, chunk L) are scratch; b may be NULL.
- * conv_backward_*: cols and tmp (K, chunk L), dyg (O/G, chunk L) and part
- *   (O/G, K) are scratch; dx and dw (both zeroed) may be NULL when not
- *   needed. */
+ * conv_backward_*: the same chunks; cols and tmp (K, chunk L), dyg (O/G,
+ *   chunk L) and part (O/G, K) are scratch; dx and dw (both zeroed) may
+ *   be NULL when not needed. */
 #define TG_CONV_KERNELS(sfx, T, GEMM)                                       \
     /* One image's part of a cols row (c, i, j) when the stride is 1 and   \
      * the width is kept (Wo == W: "same" padding). Then output (p, q)     \
@@ -286,12 +287,11 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
     }                                                                       \
                                                                             \
     static void conv_forward_##sfx(const T *x, const T *w, const T *b,     \
-                                   const conv_geom *s, T *y, T *cols,      \
-                                   T *tmp)                                 \
+                                   const conv_geom *s, int64_t chunk,      \
+                                   T *y, T *cols, T *tmp)                  \
     {                                                                       \
         int64_t og = s->o / s->groups, L = s->ho * s->wo;                   \
         int64_t K = s->c / s->groups * s->kh * s->kw;                       \
-        int64_t chunk = conv_chunk(s, K, sizeof(T));                        \
         for (int64_t n0 = 0; n0 < s->n; n0 += chunk) {                      \
             int64_t nb = s->n - n0 < chunk ? s->n - n0 : chunk, NL = nb * L; \
             for (int64_t g = 0; g < s->groups; g++) {                       \
@@ -312,12 +312,12 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
     }                                                                       \
                                                                             \
     static void conv_backward_##sfx(const T *x, const T *w, const T *dy,   \
-                                    const conv_geom *s, T *dx, T *dw,      \
-                                    T *cols, T *dyg, T *tmp, T *part)      \
+                                    const conv_geom *s, int64_t chunk,     \
+                                    T *dx, T *dw, T *cols, T *dyg, T *tmp, \
+                                    T *part)                               \
     {                                                                       \
         int64_t og = s->o / s->groups, L = s->ho * s->wo;                   \
         int64_t K = s->c / s->groups * s->kh * s->kw;                       \
-        int64_t chunk = conv_chunk(s, K, sizeof(T));                        \
         for (int64_t n0 = 0; n0 < s->n; n0 += chunk) {                      \
             int64_t nb = s->n - n0 < chunk ? s->n - n0 : chunk, NL = nb * L; \
             for (int64_t g = 0; g < s->groups; g++) {                       \
@@ -543,7 +543,8 @@ static tg_tensor *conv_compute(const tg_tensor *x, const tg_tensor *w,
         return NULL;
     }
     int64_t K = s->c / s->groups * s->kh * s->kw;
-    int64_t NL = conv_chunk(s, K, tg_dtype_size(x->dtype)) * s->ho * s->wo;
+    int64_t chunk = conv_chunk(s, K, tg_dtype_size(x->dtype));
+    int64_t NL = chunk * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, tshape[2] = {s->o / s->groups, NL};
     tg_tensor *cols = tg_shape_check("tg_conv2d", cshape, 2) < 0
                           ? NULL
@@ -551,12 +552,12 @@ static tg_tensor *conv_compute(const tg_tensor *x, const tg_tensor *w,
     tg_tensor *tmp = cols ? tg_alloc(tshape, 2, x->dtype) : NULL;
     if (tmp && x->dtype == TG_FLOAT32)
         conv_forward_f32(tg_data_f32(x), tg_data_f32(w),
-                         b ? tg_data_f32(b) : NULL, s, tg_data_f32(y),
-                         tg_data_f32(cols), tg_data_f32(tmp));
+                         b ? tg_data_f32(b) : NULL, s, chunk,
+                         tg_data_f32(y), tg_data_f32(cols), tg_data_f32(tmp));
     else if (tmp)
         conv_forward_f64(tg_data_f64(x), tg_data_f64(w),
-                         b ? tg_data_f64(b) : NULL, s, tg_data_f64(y),
-                         tg_data_f64(cols), tg_data_f64(tmp));
+                         b ? tg_data_f64(b) : NULL, s, chunk,
+                         tg_data_f64(y), tg_data_f64(cols), tg_data_f64(tmp));
     if (!tmp) {
         tg_release(y);
         y = NULL;
@@ -604,7 +605,8 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
                       tg_tensor *dw)
 {
     int64_t K = s->c / s->groups * s->kh * s->kw;
-    int64_t NL = conv_chunk(s, K, tg_dtype_size(dy->dtype)) * s->ho * s->wo;
+    int64_t chunk = conv_chunk(s, K, tg_dtype_size(dy->dtype));
+    int64_t NL = chunk * s->ho * s->wo;
     int64_t cshape[2] = {K, NL}, gshape[2] = {s->o / s->groups, NL};
     int64_t pshape[2] = {s->o / s->groups, K};
     tg_tensor *cols = tg_alloc(cshape, 2, dy->dtype);
@@ -615,14 +617,14 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
     if (ok && dy->dtype == TG_FLOAT32)
         conv_backward_f32(x ? tg_data_f32(x) : NULL,
                           w ? tg_data_f32(w) : NULL, tg_data_f32(dy), s,
-                          dx ? tg_data_f32(dx) : NULL,
+                          chunk, dx ? tg_data_f32(dx) : NULL,
                           dw ? tg_data_f32(dw) : NULL, tg_data_f32(cols),
                           tg_data_f32(dyg), tg_data_f32(tmp),
                           tg_data_f32(part));
     else if (ok)
         conv_backward_f64(x ? tg_data_f64(x) : NULL,
                           w ? tg_data_f64(w) : NULL, tg_data_f64(dy), s,
-                          dx ? tg_data_f64(dx) : NULL,
+                          chunk, dx ? tg_data_f64(dx) : NULL,
                           dw ? tg_data_f64(dw) : NULL, tg_data_f64(cols),
                           tg_data_f64(dyg), tg_data_f64(tmp),
                           tg_data_f64(part));

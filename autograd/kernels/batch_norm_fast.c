@@ -54,7 +54,13 @@
  * with b, dx whose three terms nearly cancel), as layer_norm_fast.c's
  * header details. On (4096, 768) the kernels are bound by memory rather
  * than arithmetic: each of the four sweeps (statistics, y; sums, dx)
- * streams x (and dy) again, as the statistics need every row first.
+ * streams x (and dy) again, as the statistics need every row first. So
+ * that the arithmetic of one row overlaps the loads of the next, the
+ * column kernels ask memory for the next rows as they go (BN_COLS); that
+ * took (4096, 768) fwd+bwd from 3.9 to 3.2 ms. Taking a strip of columns
+ * down all the rows instead, to read x once while it stays in the cache,
+ * was slower (2.2 ms for the forward alone): the rows of a strip are a
+ * cache line each, 3 KB apart.
  * The clones for each CPU width give the same bits, for the reasons given
  * in layer_norm_fast.c (tests/autograd/norm_clone_bits.sh).
  */
@@ -65,6 +71,10 @@
 /* Elements per block of rows (S == 1): 256 KiB of float32, which stays in
  * a core's L2 cache between the block's two passes. */
 #define BN_BLOCK (INT64_C(1) << 16)
+
+/* Bigger than a core's L2 cache on most CPUs (1 MiB on the Zen 5 of
+ * docs/performance.md). */
+#define BN_STREAM_BYTES (INT64_C(1) << 20)
 
 /* The rows of one block (S == 1). */
 static int64_t bn_block_rows(const bn_layout *l)
@@ -79,20 +89,38 @@ static int64_t bn_blocks(const bn_layout *l)
     return (l->N + r - 1) / r;
 }
 
+/* Whether the column kernels (S == 1) ask memory for the rows ahead: when
+ * x is too large to stay in a core's L2 cache from one kernel to the next.
+ * On the medium MLP step's (256, 128) the hints cost 1.3% and gain nothing. */
+static bool bn_streams(const bn_layout *l, size_t elem_size)
+{
+    return l->N * l->C * (int64_t)elem_size > BN_STREAM_BYTES;
+}
+
 static int bn_threads(const bn_layout *l)
 {
     return tg_norm_threads(l->n * l->C);
 }
+
+/* The column kernels (S == 1) take a row a stretch of BN_COLS columns at a
+ * time, asking memory for the same stretch of the next rows first
+ * (TG_NORM_PREFETCH): long enough for the vectorised loop, short enough
+ * that the lines asked for arrive while the stretch is computed. */
+#define BN_COLS 128
+#define BN_COLS_END(c0, C) ((c0) + BN_COLS < (C) ? (c0) + BN_COLS : (C))
 
 /* The kernels for one dtype T. Each is called for one block of rows
  * (cols_*) or one channel (run_*) and touches nothing else. */
 #define BN_FAST_KERNELS(SFX, T)                                              \
     /* Column means and sums of squares about them, over `rows` rows. Rows \
      * go four at a time, added to a column's sum one after another (the    \
-     * order of a row-by-row loop) while the sum stays in a register. */    \
+     * order of a row-by-row loop) while the sum stays in a register; the   \
+     * columns a stretch at a time, the next four rows' stretch asked of   \
+     * memory meanwhile when `stream`. The second sweep finds the block in  \
+     * the cache. */                                                        \
     static TG_VECTOR_CLONES void bn_cols_stats_##SFX(                        \
         const T *restrict x, int64_t rows, int64_t C, double *restrict mean, \
-        double *restrict m2)                                                 \
+        double *restrict m2, bool stream)                                    \
     {                                                                        \
         for (int64_t c = 0; c < C; c++)                                      \
             mean[c] = m2[c] = 0.0;                                           \
@@ -100,8 +128,14 @@ static int bn_threads(const bn_layout *l)
         for (; i + 4 <= rows; i += 4) {                                      \
             const T *x0 = x + i * C, *x1 = x0 + C;                           \
             const T *x2 = x1 + C, *x3 = x2 + C;                              \
-            for (int64_t c = 0; c < C; c++)                                  \
-                mean[c] = mean[c] + x0[c] + x1[c] + x2[c] + x3[c];           \
+            const int64_t ahead = stream && i + 8 <= rows ? 4 * C : 0;       \
+            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
+                const int64_t c1 = BN_COLS_END(c0, C);                       \
+                for (int k = 0; ahead && k < 4; k++)                         \
+                    TG_NORM_PREFETCH(x0 + ahead + k * C + c0, c1 - c0);      \
+                for (int64_t c = c0; c < c1; c++)                            \
+                    mean[c] = mean[c] + x0[c] + x1[c] + x2[c] + x3[c];       \
+            }                                                                \
         }                                                                    \
         for (; i < rows; i++)                                                \
             for (int64_t c = 0; c < C; c++)                                  \
@@ -123,23 +157,32 @@ static int bn_threads(const bn_layout *l)
                 m2[c] += d * d;                                              \
             }                                                                \
     }                                                                        \
-    /* y = (x - mean) * scale + shift, per column. */                        \
+    /* y = (x - mean) * scale + shift, per column; the next row's stretch  \
+     * asked of memory meanwhile when `stream`. */                          \
     static TG_VECTOR_CLONES void bn_cols_apply_##SFX(                        \
         const T *restrict x, T *restrict y, int64_t rows, int64_t C,         \
         const double *restrict mean, const double *restrict scale,           \
-        const double *restrict shift)                                        \
+        const double *restrict shift, bool stream)                           \
     {                                                                        \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++)                                  \
-                y[i * C + c] =                                               \
-                    (T)((x[i * C + c] - mean[c]) * scale[c] + shift[c]);     \
+        for (int64_t i = 0; i < rows; i++) {                                 \
+            const T *xr = x + i * C;                                         \
+            const int64_t ahead = stream && i + 1 < rows ? C : 0;            \
+            T *yr = y + i * C;                                               \
+            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
+                const int64_t c1 = BN_COLS_END(c0, C);                       \
+                if (ahead)                                                   \
+                    TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);              \
+                for (int64_t c = c0; c < c1; c++)                            \
+                    yr[c] = (T)((xr[c] - mean[c]) * scale[c] + shift[c]);    \
+            }                                                                \
+        }                                                                    \
     }                                                                        \
     /* sdy = sum(dy), sdxm = sum(dy * (x - mean)), per column; rows four   \
-     * at a time, as bn_cols_stats. */                                      \
+     * at a time and columns a stretch at a time, as bn_cols_stats. */      \
     static TG_VECTOR_CLONES void bn_cols_sums_##SFX(                         \
         const T *restrict dy, const T *restrict x, int64_t rows, int64_t C,  \
         const double *restrict mean, double *restrict sdy,                   \
-        double *restrict sdxm)                                               \
+        double *restrict sdxm, bool stream)                                  \
     {                                                                        \
         for (int64_t c = 0; c < C; c++)                                      \
             sdy[c] = sdxm[c] = 0.0;                                          \
@@ -149,12 +192,21 @@ static int bn_threads(const bn_layout *l)
             const T *g2 = g1 + C, *g3 = g2 + C;                              \
             const T *x0 = x + i * C, *x1 = x0 + C;                           \
             const T *x2 = x1 + C, *x3 = x2 + C;                              \
-            for (int64_t c = 0; c < C; c++) {                                \
-                double a0 = g0[c], a1 = g1[c], a2 = g2[c], a3 = g3[c];       \
-                sdy[c] = sdy[c] + a0 + a1 + a2 + a3;                         \
-                sdxm[c] = sdxm[c] + a0 * (x0[c] - mean[c]) +                 \
-                          a1 * (x1[c] - mean[c]) + a2 * (x2[c] - mean[c]) +  \
-                          a3 * (x3[c] - mean[c]);                            \
+            const int64_t ahead = stream && i + 8 <= rows ? 4 * C : 0;       \
+            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
+                const int64_t c1 = BN_COLS_END(c0, C);                       \
+                for (int k = 0; ahead && k < 4; k++) {                       \
+                    TG_NORM_PREFETCH(g0 + ahead + k * C + c0, c1 - c0);      \
+                    TG_NORM_PREFETCH(x0 + ahead + k * C + c0, c1 - c0);      \
+                }                                                            \
+                for (int64_t c = c0; c < c1; c++) {                          \
+                    double a0 = g0[c], a1 = g1[c], a2 = g2[c], a3 = g3[c];   \
+                    sdy[c] = sdy[c] + a0 + a1 + a2 + a3;                     \
+                    sdxm[c] = sdxm[c] + a0 * (x0[c] - mean[c]) +             \
+                              a1 * (x1[c] - mean[c]) +                       \
+                              a2 * (x2[c] - mean[c]) +                       \
+                              a3 * (x3[c] - mean[c]);                        \
+                }                                                            \
             }                                                                \
         }                                                                    \
         for (; i < rows; i++)                                                \
@@ -164,12 +216,13 @@ static int bn_threads(const bn_layout *l)
                 sdxm[c] += g * (x[i * C + c] - mean[c]);                     \
             }                                                                \
     }                                                                        \
-    /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval). */  \
+    /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval);   \
+     * the next row's stretches asked of memory meanwhile when `stream`. */  \
     static TG_VECTOR_CLONES void bn_cols_dx_##SFX(                           \
         const T *restrict dy, const T *restrict x, T *restrict dx,           \
         int64_t rows, int64_t C, const double *restrict mean,                \
         const double *restrict a, const double *restrict b,                  \
-        const double *restrict c0, bool training)                            \
+        const double *restrict c0, bool training, bool stream)               \
     {                                                                        \
         if (!training) {                                                     \
             for (int64_t i = 0; i < rows; i++)                               \
@@ -177,11 +230,21 @@ static int bn_threads(const bn_layout *l)
                     dx[i * C + c] = (T)(dy[i * C + c] * a[c]);               \
             return;                                                          \
         }                                                                    \
-        for (int64_t i = 0; i < rows; i++)                                   \
-            for (int64_t c = 0; c < C; c++)                                  \
-                dx[i * C + c] = (T)(a[c] * dy[i * C + c] +                   \
-                                    b[c] * (x[i * C + c] - mean[c]) +        \
-                                    c0[c]);                                  \
+        for (int64_t i = 0; i < rows; i++) {                                 \
+            const T *gr = dy + i * C, *xr = x + i * C;                       \
+            const int64_t ahead = stream && i + 1 < rows ? C : 0;            \
+            T *dr = dx + i * C;                                              \
+            for (int64_t j0 = 0; j0 < C; j0 += BN_COLS) {                    \
+                const int64_t j1 = BN_COLS_END(j0, C);                       \
+                if (ahead) {                                                 \
+                    TG_NORM_PREFETCH(gr + ahead + j0, j1 - j0);              \
+                    TG_NORM_PREFETCH(xr + ahead + j0, j1 - j0);              \
+                }                                                            \
+                for (int64_t c = j0; c < j1; c++)                            \
+                    dr[c] = (T)(a[c] * gr[c] + b[c] * (xr[c] - mean[c]) +    \
+                                c0[c]);                                      \
+            }                                                                \
+        }                                                                    \
     }                                                                        \
     /* The sum of N runs of S values, run i at x + i * stride. */            \
     static TG_VECTOR_CLONES double bn_run_sum_##SFX(const T *restrict x, int64_t N, \
@@ -342,6 +405,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
+        const bool stream = bn_streams(l, sizeof(T));                        \
         if (!o->eval) {                                                      \
             double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
             double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
@@ -349,7 +413,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             for (int64_t k = 0; k < nb; k++) {                               \
                 int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;   \
                 bn_cols_stats_##SFX(x + r0 * C, r, C, bmean + k * C,         \
-                                    bm2 + k * C);                            \
+                                    bm2 + k * C, stream);                    \
             }                                                                \
             if (nb > 1)                                                      \
                 bn_combine_blocks(bmean, bm2, l, mean, m2);                  \
@@ -365,7 +429,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
         for (int64_t k = 0; k < nb; k++) {                                   \
             int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
             bn_cols_apply_##SFX(x + r0 * C, y + r0 * C, r, C, mean, scale,   \
-                                shift);                                      \
+                                shift, stream);                              \
         }                                                                    \
     }                                                                        \
                                                                              \
@@ -397,13 +461,14 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
+        const bool stream = bn_streams(l, sizeof(T));                        \
         double *bg = nb == 1 ? sdy : scratch + 3 * C;                        \
         double *bgx = nb == 1 ? sdyx : bg + nb * C;                          \
         TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \
         for (int64_t k = 0; k < nb; k++) {                                   \
             int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
             bn_cols_sums_##SFX(dy + r0 * C, x + r0 * C, r, C, mean,          \
-                               bg + k * C, bgx + k * C);                     \
+                               bg + k * C, bgx + k * C, stream);             \
         }                                                                    \
         if (nb > 1) {                                                        \
             for (int64_t c = 0; c < C; c++)                                  \
@@ -428,7 +493,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
         for (int64_t k = 0; k < nb; k++) {                                   \
             int64_t r0 = k * rows, r = r0 + rows <= N ? rows : N - r0;       \
             bn_cols_dx_##SFX(dy + r0 * C, x + r0 * C, dx + r0 * C, r, C,     \
-                             mean, a, bx, c0, training);                     \
+                             mean, a, bx, c0, training, stream);             \
         }                                                                    \
     }
 BN_FAST_DRIVERS(f32, float)

@@ -36,7 +36,7 @@
  *    same operations on the same operands as in the plain kernels, in
  *    double, rounded once to x's dtype.
  *  - While a row is computed, the next one is asked of memory
- *    (LN_PREFETCH), so that waiting for memory and arithmetic overlap.
+ *    (TG_NORM_PREFETCH), so that waiting for memory and arithmetic overlap.
  *  - Rows are shared out among threads. A row's results depend on that row
  *    alone, except dw and db, which sum over rows: the rows are cut into
  *    chunks whose size depends only on M and N, each chunk sums its rows
@@ -90,13 +90,6 @@
  * zero and add up). */
 #define LN_MIN_CHUNK_WORK (TG_NORM_PARALLEL_MIN / 2)
 
-/* A hint to start loading (rw 0) or owning for a write (rw 1) the cache
- * line at p. No effect on any result. */
-#if defined(__GNUC__)
-#define LN_PREFETCH(p, rw) __builtin_prefetch((p), (rw))
-#else
-#define LN_PREFETCH(p, rw) ((void)(p))
-#endif
 /* The forward takes rows in blocks of about this many elements: the
  * statistics of every row of a block, then y of every row, while the
  * block is in the L1 cache. A row's statistics end in a chain of divisions
@@ -144,9 +137,7 @@
                 double s1[TG_NORM_LANES] = {0}, s2[TG_NORM_LANES] = {0};     \
                 int64_t ahead = r + 1 < r1 ? N : 0;                          \
                 for (int64_t j = 0; j < nv; j += TG_NORM_LANES) {            \
-                    LN_PREFETCH(xr + ahead + j, 0);                          \
-                    if (sizeof(T) > 4) /* two cache lines */                 \
-                        LN_PREFETCH(xr + ahead + j + 8, 0);                  \
+                    TG_NORM_PREFETCH(xr + ahead + j, TG_NORM_LANES);         \
                     for (int k = 0; k < TG_NORM_LANES; k++) {                \
                         double d = xr[j + k] - K;                            \
                         s1[k] += d;                                          \
@@ -229,10 +220,10 @@ LAYER_NORM_FORWARD_FAST(layer_norm_forward_fast_f64, double)
                 double a2[TG_NORM_LANES] = {0}, a3[TG_NORM_LANES] = {0};     \
                 int64_t j0 = 0;                                              \
                 for (; j0 + TG_NORM_LANES <= N; j0 += TG_NORM_LANES) {       \
-                    LN_PREFETCH(x0 + ahead + j0, 0);                         \
-                    LN_PREFETCH(dy0 + ahead + j0, 0);                        \
-                    LN_PREFETCH(x1 + ahead + j0, 0);                         \
-                    LN_PREFETCH(dy1 + ahead + j0, 0);                        \
+                    TG_NORM_PREFETCH(x0 + ahead + j0, TG_NORM_LANES);        \
+                    TG_NORM_PREFETCH(dy0 + ahead + j0, TG_NORM_LANES);       \
+                    TG_NORM_PREFETCH(x1 + ahead + j0, TG_NORM_LANES);        \
+                    TG_NORM_PREFETCH(dy1 + ahead + j0, TG_NORM_LANES);       \
                     for (int k = 0; k < TG_NORM_LANES; k++) {                \
                         const int64_t j = j0 + k;                            \
                         LN_BWD_TERMS(0)                                      \

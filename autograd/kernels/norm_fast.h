@@ -35,6 +35,26 @@ static inline double tg_norm_lanes_sum(const double *acc)
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+/* ------------------------------------------------------ shared: prefetch */
+
+/* Asks memory for the n elements from p, to be read soon, a 64-byte cache
+ * line at a time. No effect on any result. A kernel that streams rows from
+ * memory asks for a stretch of the row it takes next while it computes the
+ * same stretch of this one. With double arithmetic on float32 rows the
+ * loop is long for the bytes it reads, and the hardware prefetcher alone
+ * keeps too few lines in flight: BatchNorm's dx kernel on (4096, 768) took
+ * 1.5 ms without the hint and 0.8 ms with it, where the same loop in
+ * float32 took 0.7 ms. */
+#if defined(__GNUC__)
+#define TG_NORM_PREFETCH(p, n)                                               \
+    do {                                                                     \
+        for (int64_t o_ = 0; o_ < (n); o_ += 64 / (int64_t)sizeof *(p))      \
+            __builtin_prefetch((p) + o_, 0);                                 \
+    } while (0)
+#else
+#define TG_NORM_PREFETCH(p, n) ((void)(p))
+#endif
+
 /* ------------------------------------------------------ shared: threads */
 
 /* Below this many elements a LayerNorm or BatchNorm kernel runs on the

@@ -72,10 +72,6 @@
  * a core's L2 cache between the block's two passes. */
 #define BN_BLOCK (INT64_C(1) << 16)
 
-/* Bigger than a core's L2 cache on most CPUs (1 MiB on the Zen 5 of
- * docs/performance.md). */
-#define BN_STREAM_BYTES (INT64_C(1) << 20)
-
 /* The rows of one block (S == 1). */
 static int64_t bn_block_rows(const bn_layout *l)
 {
@@ -90,11 +86,11 @@ static int64_t bn_blocks(const bn_layout *l)
 }
 
 /* Whether the column kernels (S == 1) ask memory for the rows ahead: when
- * x is too large to stay in a core's L2 cache from one kernel to the next.
+ * x is too large to stay in the cache from one kernel to the next.
  * On the medium MLP step's (256, 128) the hints cost 1.3% and gain nothing. */
 static bool bn_streams(const bn_layout *l, size_t elem_size)
 {
-    return l->N * l->C * (int64_t)elem_size > BN_STREAM_BYTES;
+    return l->N * l->C * (int64_t)elem_size > TG_NORM_STREAM_BYTES;
 }
 
 static int bn_threads(const bn_layout *l)

@@ -45,6 +45,13 @@ static inline double tg_norm_lanes_sum(const double *acc)
  * keeps too few lines in flight: BatchNorm's dx kernel on (4096, 768) took
  * 1.5 ms without the hint and 0.8 ms with it, where the same loop in
  * float32 took 0.7 ms. */
+/* Above this many bytes an input is taken to stream from memory rather
+ * than sit in a core's L2 cache (1 MiB on the Zen 5 of docs/performance.md,
+ * more than that on few CPUs): the kernels then arrange their sweeps for
+ * memory (BatchNorm's hints, LayerNorm's row by row forward), and below it
+ * for the cache. */
+#define TG_NORM_STREAM_BYTES (INT64_C(1) << 20)
+
 #if defined(__GNUC__)
 #define TG_NORM_PREFETCH(p, n)                                               \
     do {                                                                     \

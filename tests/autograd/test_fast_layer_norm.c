@@ -231,14 +231,16 @@ static void check_case(const ln_case *c, tg_dtype dtype, int affine,
 /* Shapes: rows of 1, 7, 5, 768, 17, 13 elements (most not a multiple of
  * the 16 partial sums, 768 the benchmark's), one row, one element, many
  * short rows cut into several chunks and run on threads ((16384, 13):
- * 2^17 elements and more take threads; fewer are one chunk), and two-dim
- * normalized shapes. */
+ * 2^17 elements and more take threads; fewer are one chunk), two-dim
+ * normalized shapes, and an x of more than TG_NORM_STREAM_BYTES in float32
+ * ((700, 401): the forward goes row by row, not in blocks). */
 static const ln_case shapes[] = {
     {{1, 1}, 2, 1, 0, 1},      {{1, 7}, 2, 1, 0, 1},
     {{3, 5}, 2, 1, 0, 1},      {{5, 768}, 2, 1, 0, 1},
     {{33, 17}, 2, 1, 0, 1},    {{16384, 13}, 2, 1, 0, 1},
     {{2, 3, 4}, 3, 1, 0, 1},   {{2, 3, 4}, 3, 2, 0, 1},
     {{200, 300}, 2, 1, 0.5, 2}, {{7, 9, 40}, 3, 2, -3, 0.1},
+    {{700, 401}, 2, 1, 0, 1},
 };
 #define NSHAPES (sizeof shapes / sizeof *shapes)
 

@@ -449,7 +449,7 @@ def reference_mlp(workload, d):
 
 def verify(workload, d):
     workload = split_scale(workload)[0]  # the sizes are in the files
-    if workload == "copy":
+    if workload in ("copy", "copy_ws"):
         return "ok 0 (checked by the contender: memcmp)"
     if workload.startswith(("ln", "bn")):
         want, tol = reference_norm(workload, d), TOLERANCES[workload[:2]]

@@ -166,8 +166,10 @@ static int bn_threads(const bn_layout *l)
             T *yr = y + i * C;                                               \
             for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
                 const int64_t c1 = BN_COLS_END(c0, C);                       \
-                if (ahead)                                                   \
+                if (ahead) {                                                 \
                     TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);              \
+                    TG_NORM_PREFETCH_WRITE(yr + ahead + c0, c1 - c0);        \
+                }                                                            \
                 for (int64_t c = c0; c < c1; c++)                            \
                     yr[c] = (T)((xr[c] - mean[c]) * scale[c] + shift[c]);    \
             }                                                                \
@@ -235,6 +237,7 @@ static int bn_threads(const bn_layout *l)
                 if (ahead) {                                                 \
                     TG_NORM_PREFETCH(gr + ahead + j0, j1 - j0);              \
                     TG_NORM_PREFETCH(xr + ahead + j0, j1 - j0);              \
+                    TG_NORM_PREFETCH_WRITE(dr + ahead + j0, j1 - j0);        \
                 }                                                            \
                 for (int64_t c = j0; c < j1; c++)                            \
                     dr[c] = (T)(a[c] * gr[c] + b[c] * (xr[c] - mean[c]) +    \

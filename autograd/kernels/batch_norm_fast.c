@@ -99,15 +99,27 @@ static int bn_threads(const bn_layout *l)
 }
 
 /* The column kernels (S == 1) take a row a stretch of BN_COLS columns at a
- * time, asking memory for the same stretch of the next rows first
+ * time, asking memory for the same stretch of a row below first
  * (TG_NORM_PREFETCH): long enough for the vectorised loop, short enough
  * that the lines asked for arrive while the stretch is computed. */
 #define BN_COLS 128
+/* for each stretch [c0, c1) of a row of C columns */
+#define BN_FOR_STRETCH(c0, c1, C)                                            \
+    for (int64_t c0 = 0, c1 = (C) < BN_COLS ? (C) : BN_COLS; c0 < (C);       \
+         c0 += BN_COLS, c1 = c0 + BN_COLS < (C) ? c0 + BN_COLS : (C))
 /* How many rows below the kernels ask for when streaming. On (4096, 768)
  * the sums read row by row with two rows' hints were 4% faster (fwd+bwd)
  * than four rows at a time with the next four's. */
 #define BN_AHEAD 2
-#define BN_COLS_END(c0, C) ((c0) + BN_COLS < (C) ? (c0) + BN_COLS : (C))
+
+/* The offset, in elements, from row i to the row whose stretches are asked
+ * for: BN_AHEAD rows below, or 0 (ask for nothing) when not streaming or
+ * past the last of the `rows` rows. */
+static inline int64_t bn_ahead(bool stream, int64_t i, int64_t rows,
+                               int64_t C)
+{
+    return stream && i + BN_AHEAD < rows ? BN_AHEAD * C : 0;
+}
 
 /* The kernels for one dtype T. Each is called for one block of rows
  * (cols_*) or one channel (run_*) and touches nothing else. */
@@ -134,10 +146,8 @@ static int bn_threads(const bn_layout *l)
         }                                                                    \
         for (; i < rows; i++) {                                              \
             const T *xr = x + i * C;                                         \
-            const int64_t ahead =                                            \
-                stream && i + BN_AHEAD < rows ? BN_AHEAD * C : 0;            \
-            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
-                const int64_t c1 = BN_COLS_END(c0, C);                       \
+            const int64_t ahead = bn_ahead(stream, i, rows, C);              \
+            BN_FOR_STRETCH(c0, c1, C) {                                      \
                 if (ahead)                                                   \
                     TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);              \
                 for (int64_t c = c0; c < c1; c++)                            \
@@ -161,26 +171,41 @@ static int bn_threads(const bn_layout *l)
                 m2[c] += d * d;                                              \
             }                                                                \
     }                                                                        \
-    /* y = (x - mean) * scale + shift, per column; when `stream`, the      \
-     * stretch BN_AHEAD rows below asked of memory meanwhile. */            \
+    /* y = (x - mean) * scale + shift over n columns: a row, or a stretch  \
+     * of one with the column arrays offset to match. */                    \
+    static inline __attribute__((always_inline)) void bn_apply_span_##SFX(   \
+        const T *restrict x, T *restrict y, int64_t n,                       \
+        const double *restrict mean, const double *restrict scale,           \
+        const double *restrict shift)                                        \
+    {                                                                        \
+        for (int64_t c = 0; c < n; c++)                                      \
+            y[c] = (T)((x[c] - mean[c]) * scale[c] + shift[c]);              \
+    }                                                                        \
+    /* y, row by row. When `stream`, a stretch at a time, the stretch     \
+     * BN_AHEAD rows below asked of memory meanwhile; in the cache, whole   \
+     * rows in a loop of their own (the stretches' loop cost the medium     \
+     * step's (256, 128) layer 10%). */                                     \
     static TG_VECTOR_CLONES void bn_cols_apply_##SFX(                        \
         const T *restrict x, T *restrict y, int64_t rows, int64_t C,         \
         const double *restrict mean, const double *restrict scale,           \
         const double *restrict shift, bool stream)                           \
     {                                                                        \
-        for (int64_t i = 0; i < rows; i++) {                                 \
+        for (int64_t i = 0; !stream && i < rows; i++)                        \
+            bn_apply_span_##SFX(x + i * C, y + i * C, C, mean, scale,        \
+                                shift);                                      \
+        for (int64_t i = 0; stream && i < rows; i++) {                       \
             const T *xr = x + i * C;                                         \
-            const int64_t ahead =                                            \
-                stream && i + BN_AHEAD < rows ? BN_AHEAD * C : 0;            \
+            const int64_t ahead = bn_ahead(stream, i, rows, C);              \
             T *yr = y + i * C;                                               \
-            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
-                const int64_t c1 = BN_COLS_END(c0, C);                       \
-                if (ahead) {                                                 \
-                    TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);              \
-                    TG_NORM_PREFETCH_WRITE(yr + ahead + c0, c1 - c0);        \
-                }                                                            \
-                for (int64_t c = c0; c < c1; c++)                            \
-                    yr[c] = (T)((xr[c] - mean[c]) * scale[c] + shift[c]);    \
+            if (!ahead) {                                                    \
+                bn_apply_span_##SFX(xr, yr, C, mean, scale, shift);          \
+                continue;                                                    \
+            }                                                                \
+            BN_FOR_STRETCH(c0, c1, C) {                                      \
+                TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);                  \
+                TG_NORM_PREFETCH_WRITE(yr + ahead + c0, c1 - c0);            \
+                bn_apply_span_##SFX(xr + c0, yr + c0, c1 - c0, mean + c0,    \
+                                    scale + c0, shift + c0);                 \
             }                                                                \
         }                                                                    \
     }                                                                        \
@@ -210,10 +235,8 @@ static int bn_threads(const bn_layout *l)
         }                                                                    \
         for (; i < rows; i++) {                                              \
             const T *gr = dy + i * C, *xr = x + i * C;                       \
-            const int64_t ahead =                                            \
-                stream && i + BN_AHEAD < rows ? BN_AHEAD * C : 0;            \
-            for (int64_t c0 = 0; c0 < C; c0 += BN_COLS) {                    \
-                const int64_t c1 = BN_COLS_END(c0, C);                       \
+            const int64_t ahead = bn_ahead(stream, i, rows, C);              \
+            BN_FOR_STRETCH(c0, c1, C) {                                      \
                 if (ahead) {                                                 \
                     TG_NORM_PREFETCH(gr + ahead + c0, c1 - c0);              \
                     TG_NORM_PREFETCH(xr + ahead + c0, c1 - c0);              \
@@ -226,9 +249,17 @@ static int bn_threads(const bn_layout *l)
             }                                                                \
         }                                                                    \
     }                                                                        \
-    /* dx = a dy + b (x - mean) + c0 per column (training), a dy (eval);   \
-     * when `stream`, the stretches BN_AHEAD rows below asked of memory     \
-     * meanwhile. */                                                        \
+    /* dx = a dy + b (x - mean) + c0 over n columns, as bn_apply_span. */  \
+    static inline __attribute__((always_inline)) void bn_dx_span_##SFX(      \
+        const T *restrict dy, const T *restrict x, T *restrict dx,           \
+        int64_t n, const double *restrict mean, const double *restrict a,    \
+        const double *restrict b, const double *restrict c0)                 \
+    {                                                                        \
+        for (int64_t c = 0; c < n; c++)                                      \
+            dx[c] = (T)(a[c] * dy[c] + b[c] * (x[c] - mean[c]) + c0[c]);     \
+    }                                                                        \
+    /* dx per column (training), a dy (eval); rows and stretches as         \
+     * bn_cols_apply. */                                                    \
     static TG_VECTOR_CLONES void bn_cols_dx_##SFX(                           \
         const T *restrict dy, const T *restrict x, T *restrict dx,           \
         int64_t rows, int64_t C, const double *restrict mean,                \
@@ -241,21 +272,23 @@ static int bn_threads(const bn_layout *l)
                     dx[i * C + c] = (T)(dy[i * C + c] * a[c]);               \
             return;                                                          \
         }                                                                    \
-        for (int64_t i = 0; i < rows; i++) {                                 \
+        for (int64_t i = 0; !stream && i < rows; i++)                        \
+            bn_dx_span_##SFX(dy + i * C, x + i * C, dx + i * C, C, mean, a,  \
+                             b, c0);                                         \
+        for (int64_t i = 0; stream && i < rows; i++) {                       \
             const T *gr = dy + i * C, *xr = x + i * C;                       \
-            const int64_t ahead =                                            \
-                stream && i + BN_AHEAD < rows ? BN_AHEAD * C : 0;            \
+            const int64_t ahead = bn_ahead(stream, i, rows, C);              \
             T *dr = dx + i * C;                                              \
-            for (int64_t j0 = 0; j0 < C; j0 += BN_COLS) {                    \
-                const int64_t j1 = BN_COLS_END(j0, C);                       \
-                if (ahead) {                                                 \
-                    TG_NORM_PREFETCH(gr + ahead + j0, j1 - j0);              \
-                    TG_NORM_PREFETCH(xr + ahead + j0, j1 - j0);              \
-                    TG_NORM_PREFETCH_WRITE(dr + ahead + j0, j1 - j0);        \
-                }                                                            \
-                for (int64_t c = j0; c < j1; c++)                            \
-                    dr[c] = (T)(a[c] * gr[c] + b[c] * (xr[c] - mean[c]) +    \
-                                c0[c]);                                      \
+            if (!ahead) {                                                    \
+                bn_dx_span_##SFX(gr, xr, dr, C, mean, a, b, c0);             \
+                continue;                                                    \
+            }                                                                \
+            BN_FOR_STRETCH(j0, j1, C) {                                      \
+                TG_NORM_PREFETCH(gr + ahead + j0, j1 - j0);                  \
+                TG_NORM_PREFETCH(xr + ahead + j0, j1 - j0);                  \
+                TG_NORM_PREFETCH_WRITE(dr + ahead + j0, j1 - j0);            \
+                bn_dx_span_##SFX(gr + j0, xr + j0, dr + j0, j1 - j0,         \
+                                 mean + j0, a + j0, b + j0, c0 + j0);        \
             }                                                                \
         }                                                                    \
     }                                                                        \

@@ -389,11 +389,12 @@ int tg_print(const tg_tensor *x);           // to stdout
 /* ------------------------------------------------------- kernels, threads */
 
 /* Which kernels the ops run. Every optimised kernel (LayerNorm, BatchNorm,
- * matmul) keeps a plain, obviously correct twin: the reference the tests
- * compare it with, and the one to read when learning. Results of the fast
- * kernels agree with the reference within the tolerance documented in
- * docs/performance.md; those of the library's own C kernels never depend
- * on the number of threads (OpenBLAS's are OpenBLAS's business). */
+ * matmul, conv, float32 tanh) keeps a plain, obviously correct twin: the
+ * reference the tests compare it with, and the one to read when learning.
+ * Results of the fast kernels agree with the reference within the
+ * tolerance documented in docs/performance.md; those of the library's own
+ * C kernels never depend on the number of threads (OpenBLAS's are
+ * OpenBLAS's business). */
 typedef enum tg_kernels {
     TG_KERNELS_FAST,      // the default: fast kernels, OpenBLAS for matmul
                           // when the library is built with -Dopenblas

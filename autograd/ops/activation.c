@@ -17,6 +17,7 @@
  * below. docs/adding-an-op.md walks through silu as the model of an op.
  */
 #include "../internal.h"
+#include "../kernels/activation_fast.h"
 
 #include <math.h>
 
@@ -36,17 +37,41 @@ static tg_tensor *record_saving_out(const tg_op *op, tg_tensor *out,
 }
 
 /* --------------------------------------------------------------- tanh */
-/* out = tanh(x) = (e^x - e^-x) / (e^x + e^-x), saturating to +-1. */
-TG_UNARY_LOOP(tanh_f32, float, float, tanhf(a))
+/* out = tanh(x) = (e^x - e^-x) / (e^x + e^-x), saturating to +-1.
+ * The reference kernel is C's tanh. On float32 the fast kernels run
+ * autograd/kernels/activation_fast.c instead: the same function computed
+ * in double and rounded once, in a loop the compiler vectorises (C's
+ * tanhf is a call per element, and the slower of the two). */
+TG_UNARY_LOOP(tanh_f32_ref, float, float, tanhf(a))
 TG_UNARY_LOOP(tanh_f64, double, double, tanh(a))
+
+static void tanh_f32(char **data, const int64_t *st, int64_t n, void *ctx)
+{
+    if (tg_use_reference_kernels())
+        tanh_f32_ref(data, st, n, ctx);
+    else
+        tg_tanh_f32_fast(data, st, n, ctx);
+}
 static const tg_elementwise_kernel tanh_kernel = {tanh_f32, tanh_f64, NULL,
                                                   false};
 
 /* forward: out = tanh(x), so dx = g * (1 - tanh(x)^2) = g * (1 - out^2).
- * saved: out */
+ * The fast kernels take it in one loop (the same operations on the same
+ * values as the three ops below: the same bits), the reference kernels as
+ * written. saved: out */
+TG_BINARY_LOOP_CLONES(tanh_grad_f32, float, float, b * (1.0f - a * a))
+TG_BINARY_LOOP_CLONES(tanh_grad_f64, double, double, b * (1.0 - a * a))
+static const tg_elementwise_kernel tanh_grad_kernel = {
+    tanh_grad_f32, tanh_grad_f64, NULL, false};
+
 static int tanh_backward(tg_node *node, const tg_tensor *g, tg_tensor **grads)
 {
     const tg_tensor *out = tg_node_saved(node, 0);
+    if (!tg_use_reference_kernels()) {
+        grads[0] = tg_binary_apply("tg_tanh", &tanh_grad_kernel, out, g,
+                                   NULL);
+        return grads[0] ? 0 : -1;
+    }
     tg_tensor *sq = tg_mul(out, out);
     tg_tensor *slope = tg_rsub_scalar(sq, 1.0);
     grads[0] = tg_mul(g, slope);

@@ -266,21 +266,37 @@ static int64_t argmin_i64(const int64_t *row, int64_t n)
     return best;
 }
 
-/* ------------------------------------------------ contiguous sum, mean */
+/* ------------------------------------------- contiguous sum, mean, var */
+
+/* Whether a reduction is one that sum_contiguous may compute, and which:
+ * the fast path is chosen by this field, not by which op it is. */
+typedef enum reduce_fast {
+    NO_FAST_PATH = 0,
+    FAST_SUM,
+    FAST_MEAN,
+    FAST_VAR, // leading dims only
+    FAST_STD, // leading dims only
+} reduce_fast;
 
 /* The fast path of sum and mean for a contiguous float x whose reduced
  * dims are all before its kept ones (a bias gradient: (N, C) -> (C,)) or
- * all after them (each row of a matrix), dims of size 1 aside: it reads x
- * where it lies instead of copying it transposed into doubles. Each output
- * is still a double sum from 0 in the order of the elements (row after row
- * for leading dims), the very additions of sum_f64 on the copy, so the
- * result is the reference's bit for bit. Leading dims add whole rows into
- * a row of accumulators, a loop the compiler vectorises. Returns false,
- * having done nothing, for any other layout; else true, with *out the new
- * reference (NULL after an error). */
-static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
-                           bool mean, tg_tensor **out)
+ * all after them (each row of a matrix), dims of size 1 aside, and of var
+ * and std for the first layout (BatchNorm's statistics written by hand:
+ * x.mean(0), x.std(0)): it reads x where it lies instead of copying it
+ * transposed into doubles. Each output is still a double sum from 0 in the
+ * order of the elements (row after row for leading dims), the very
+ * additions of sum_f64 on the copy, and var's squared deviations from that
+ * mean are added in the same order as var_f64's, so the result is the
+ * reference's bit for bit. Leading dims add whole rows into a row of
+ * accumulators, a loop the compiler vectorises. Returns false, having done
+ * nothing, for any other layout; else true, with *out the new reference
+ * (NULL after an error). */
+static bool sum_contiguous(const char *fn, const tg_tensor *x,
+                           const reduce_plan *p, reduce_fast kind,
+                           int64_t correction, tg_tensor **out)
 {
+    const bool mean = kind == FAST_MEAN;
+    const bool var = kind == FAST_VAR || kind == FAST_STD;
     /* An empty x goes the general way: its leading dims may be huge
      * around a 0, and the loops below would count through them. */
     if (!tg_dtype_is_float(x->dtype) || !tg_is_contiguous(x) ||
@@ -302,10 +318,14 @@ static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
         }
     }
     bool leading = first_reduced && block == 2;
-    double stack[256], *acc = stack;
-    if (leading && p->rows > 256 &&
-        !(acc = tg_malloc((size_t)p->rows * sizeof *acc))) {
-        tg_error(mean ? "tg_mean" : "tg_sum", "out of memory");
+    if (var && !leading)
+        return false;
+    /* the accumulators, and for var the squared deviations after them */
+    const int64_t nacc = var ? 2 * p->rows : p->rows;
+    double stack[512], *acc = stack;
+    if (leading && nacc > 512 &&
+        !(acc = tg_malloc((size_t)nacc * sizeof *acc))) {
+        tg_error(fn, "out of memory");
         *out = NULL;
         return true;
     }
@@ -327,8 +347,35 @@ static bool sum_contiguous(const tg_tensor *x, const reduce_plan *p,
             else
                 TG_SUM_LEADING(double)
 #undef TG_SUM_LEADING
-            for (int64_t r = 0; r < rows; r++)
-                tg_store_contiguous(o, r, mean ? acc[r] / (double)n : acc[r]);
+            if (var) { /* var_f64: the mean, then (x - mean)^2 in order */
+                double *ss = acc + rows;
+                for (int64_t r = 0; r < rows; r++) {
+                    acc[r] /= (double)n;
+                    ss[r] = 0.0;
+                }
+#define TG_SS_LEADING(T)                                                    \
+    for (int64_t i = 0; i < n; i++) {                                       \
+        const T *row = (const T *)base + i * rows;                          \
+        for (int64_t r = 0; r < rows; r++) {                                \
+            double dev = (double)row[r] - acc[r];                           \
+            ss[r] += dev * dev;                                             \
+        }                                                                   \
+    }
+                if (x->dtype == TG_FLOAT32)
+                    TG_SS_LEADING(float)
+                else
+                    TG_SS_LEADING(double)
+#undef TG_SS_LEADING
+                double dof = (double)n - (double)correction;
+                for (int64_t r = 0; r < rows; r++) {
+                    double v = ss[r] / (dof > 0.0 ? dof : 0.0);
+                    tg_store_contiguous(o, r, kind == FAST_STD ? sqrt(v) : v);
+                }
+            } else {
+                for (int64_t r = 0; r < rows; r++)
+                    tg_store_contiguous(o, r,
+                                        mean ? acc[r] / (double)n : acc[r]);
+            }
         } else {
 #define TG_SUM_TRAILING(T)                                                  \
     for (int64_t r = 0; r < rows; r++) {                                    \
@@ -362,15 +409,6 @@ typedef struct reduce_ctx {
     int64_t correction;        // var, std
 } reduce_ctx;
 
-/* Whether a reduction is a sum that sum_contiguous may compute (sum and
- * mean), and which: the fast path is chosen by this field, not by which
- * op it is. */
-typedef enum reduce_fast {
-    NO_FAST_PATH = 0,
-    FAST_SUM,
-    FAST_MEAN,
-} reduce_fast;
-
 /* One reduction: its name, its kernels, and what it requires. */
 typedef struct reduce_op {
     const char *fn;
@@ -379,7 +417,7 @@ typedef struct reduce_op {
     row_i64_fn i64;     // int64 inputs; NULL: int64 is an error
     bool out_int64;     // argmax, argmin: indices whatever the input
     bool needs_element; // max, min, argmax, argmin: no value for an empty row
-    reduce_fast fast;   // sum, mean: sum_contiguous when the layout allows
+    reduce_fast fast;   // sum_contiguous when the layout allows
 } reduce_op;
 
 /* Runs op over dims of x. When grad is given and x requires grad, records
@@ -421,7 +459,7 @@ static tg_tensor *reduce(const reduce_op *op, const tg_op *grad,
     bool as_int = x->dtype == TG_INT64;
     tg_tensor *out = NULL, *rows = NULL;
     if (op->fast != NO_FAST_PATH &&
-        sum_contiguous(x, &p, op->fast == FAST_MEAN, &out)) {
+        sum_contiguous(op->fn, x, &p, op->fast, correction, &out)) {
         if (!out)
             return NULL;
     } else {
@@ -500,9 +538,9 @@ static const reduce_op sum_op = {"tg_sum", "the sum", sum_f64, sum_i64,
 static const reduce_op mean_op = {"tg_mean", "the mean", mean_f64, NULL,
                                   false, false, FAST_MEAN};
 static const reduce_op var_op = {"tg_var", "the variance", var_f64, NULL,
-                                 false, false, NO_FAST_PATH};
+                                 false, false, FAST_VAR};
 static const reduce_op std_op = {"tg_std", "the standard deviation",
-                                 std_f64, NULL, false, false, NO_FAST_PATH};
+                                 std_f64, NULL, false, false, FAST_STD};
 static const reduce_op max_op = {"tg_max", "the maximum", max_f64, max_i64,
                                  false, true, NO_FAST_PATH};
 static const reduce_op min_op = {"tg_min", "the minimum", min_f64, min_i64,

@@ -774,9 +774,26 @@ TG_TEST(parallel, relu_backward_matches_reference)
     }
 }
 
-/* sum and mean over leading dims, trailing dims, all, none, and a
- * layout the fast path leaves to the general one, on contiguous and
- * strided inputs, against the reference kernels. */
+/* One of the reductions with a fast path: sum, mean, var (unbiased) and
+ * std (biased). */
+static tg_tensor *reduction(int which, const tg_tensor *x, const int *dims,
+                            int nd, bool keep)
+{
+    switch (which) {
+    case 0:
+        return tg_sum(x, dims, nd, keep);
+    case 1:
+        return tg_mean(x, dims, nd, keep);
+    case 2:
+        return tg_var(x, dims, nd, 1, keep);
+    default:
+        return tg_std(x, dims, nd, 0, keep);
+    }
+}
+
+/* sum, mean, var and std over leading dims, trailing dims, all, none, and
+ * a layout the fast path leaves to the general one, on contiguous and
+ * strided inputs, against the reference kernels, bit for bit. */
 TG_TEST(parallel, sum_mean_match_reference)
 {
     const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
@@ -794,21 +811,18 @@ TG_TEST(parallel, sum_mean_match_reference)
                     const int *dims = d < 6 ? dimsets[d] : NULL;
                     int nd = d < 6 ? ndims[d] : 0;
                     for (int keep = 0; keep < 2; keep++)
-                        for (int mean = 0; mean < 2; mean++) {
+                        for (int op = 0; op < 4; op++) {
                             tg_tensor *r[3];
                             tg_set_kernels(TG_KERNELS_REFERENCE);
-                            r[0] = mean ? tg_mean(x, dims, nd, keep)
-                                        : tg_sum(x, dims, nd, keep);
+                            r[0] = reduction(op, x, dims, nd, keep);
                             tg_set_kernels(TG_KERNELS_FAST);
-                            r[1] = mean ? tg_mean(x, dims, nd, keep)
-                                        : tg_sum(x, dims, nd, keep);
-                            r[2] = mean ? tg_mean(xs, dims, nd, keep)
-                                        : tg_sum(xs, dims, nd, keep);
+                            r[1] = reduction(op, x, dims, nd, keep);
+                            r[2] = reduction(op, xs, dims, nd, keep);
                             cr_assert(same_bits(r[0], r[1]) &&
                                           same_bits(r[0], r[2]),
                                       "dtype %d shape %d dims %d keep %d "
-                                      "mean %d",
-                                      t, k, d, keep, mean);
+                                      "op %d",
+                                      t, k, d, keep, op);
                             for (int i = 0; i < 3; i++)
                                 tg_release(r[i]);
                         }

@@ -21,8 +21,8 @@
  *  - r = y - n ln 2 with ln 2 in two parts (Cody and Waite): n times the
  *    high part, whose last 11 bits are zero, is exact, so |r| <= ln 2 / 2
  *    is found to within an ulp or so;
- *  - exp(r) by its Taylor series to r^13 / 13! (the rest is below 3e-18
- *    relative for |r| <= 0.35), in Horner's form;
+ *  - exp(r) by its Taylor series to r^13 / 13! (the rest is below 6e-18
+ *    relative for |r| <= ln 2 / 2), in Horner's form;
  *  - 2^n written straight into a double's exponent bits (n + 1023).
  * So e carries a relative error of a few double ulps (~1e-16). For |x| >=
  * 2^-10, 1 - e >= about 2^-9, so its relative error stays below ~5e-14,

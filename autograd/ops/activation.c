@@ -45,15 +45,10 @@ static tg_tensor *record_saving_out(const tg_op *op, tg_tensor *out,
 TG_UNARY_LOOP(tanh_f32_ref, float, float, tanhf(a))
 TG_UNARY_LOOP(tanh_f64, double, double, tanh(a))
 
-static void tanh_f32(char **data, const int64_t *st, int64_t n, void *ctx)
-{
-    if (tg_use_reference_kernels())
-        tanh_f32_ref(data, st, n, ctx);
-    else
-        tg_tanh_f32_fast(data, st, n, ctx);
-}
-static const tg_elementwise_kernel tanh_kernel = {tanh_f32, tanh_f64, NULL,
-                                                  false};
+static const tg_elementwise_kernel tanh_kernel = {tg_tanh_f32_fast,
+                                                  tanh_f64, NULL, false};
+static const tg_elementwise_kernel tanh_ref_kernel = {tanh_f32_ref, tanh_f64,
+                                                      NULL, false};
 
 /* forward: out = tanh(x), so dx = g * (1 - tanh(x)^2) = g * (1 - out^2).
  * The fast kernels take it in one loop (the same operations on the same
@@ -83,8 +78,12 @@ static const tg_op tanh_op = {"TanhBackward0", tanh_backward, 0};
 
 tg_tensor *tg_tanh(const tg_tensor *x)
 {
-    return record_saving_out(
-        &tanh_op, tg_unary_apply("tg_tanh", &tanh_kernel, x, NULL), x);
+    /* chosen here, on the calling thread: the kernels setting is the
+     * thread's own */
+    const tg_elementwise_kernel *k =
+        tg_use_reference_kernels() ? &tanh_ref_kernel : &tanh_kernel;
+    return record_saving_out(&tanh_op, tg_unary_apply("tg_tanh", k, x, NULL),
+                             x);
 }
 
 /* ------------------------------------------------------------ sigmoid */

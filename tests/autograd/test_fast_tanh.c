@@ -17,8 +17,8 @@
  *    subnormals come back unchanged;
  *  - the ulp comparison rejects an answer 2 ulps off;
  *  - tg_tanh runs this kernel with the fast kernels and C's tanhf with
- *    TG_KERNELS=reference, bit for bit, on contiguous and strided input
- *    and on one that takes threads; its backward is g (1 - out^2) in both,
+ *    TG_KERNELS=reference, bit for bit, on contiguous and strided input,
+ *    small and large; its backward is g (1 - out^2) in both,
  *    bit for bit (one loop with the fast kernels, three ops with the
  *    reference ones).
  */
@@ -201,7 +201,7 @@ static float libm_tanhf(float x)
 
 TG_TEST(fast_tanh, tg_tanh_runs_it_and_the_reference_kernels_run_tanhf)
 {
-    /* 1000 elements, a strided view of them, and 300000 (threads) */
+    /* 1000 and 300000 elements, and a strided view of each */
     const int64_t sizes[] = {1000, 300000};
     for (int k = 0; k < 2; k++) {
         tg_tensor *x = spread(sizes[k]);

@@ -797,13 +797,14 @@ static tg_tensor *reduction(int which, const tg_tensor *x, const int *dims,
 TG_TEST(parallel, sum_mean_match_reference)
 {
     const tg_dtype dts[] = {TG_FLOAT32, TG_FLOAT64};
+    /* {5, 300, 1}: 300 outputs, accumulators on the heap for var */
     const int64_t shapes[][3] = {{4, 5, 6}, {1, 9, 1}, {33, 1, 17},
-                                 {0, 3, 2}, {2, 0, 5}};
+                                 {0, 3, 2}, {2, 0, 5}, {5, 300, 1}};
     const int dimsets[][3] = {{0}, {0, 1}, {1, 2}, {2}, {0, 2}, {1}};
     const int ndims[] = {1, 2, 2, 1, 2, 1};
     const double offsets[] = {0.0, 1.0e4};
     for (int t = 0; t < 2; t++)
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             for (int o = 0; o < 2; o++) {
                 tg_tensor *x = test_values(shapes[k], 3, dts[t], offsets[o]);
                 tg_tensor *xs = strided(x);

@@ -60,6 +60,7 @@ typedef struct bench {
     tg_tensor *mx, *my;       // MLP batch and labels
     float *src[2], *dst[2];   // copy buffers: one pair, two for copy_ws
     size_t copy_floats;
+    int copy_pairs;
     int tape_chain;           // ops per unit of tape_op_bwd
     /* The sizes of a scaled workload, NAME@PARAM (bench/run.py --scaling):
      * ln_fwd_bwd@MxN, mlp_medium_step@BATCH; 0 for the default sizes. */
@@ -449,15 +450,11 @@ static int check_tape(bench *b, const char *dir)
  * copy_ws copies two such pairs, x -> y and dy -> dx: the four buffers
  * LayerNorm fwd+bwd streams, 50 MB, more than a 32 MB L3 cache holds,
  * where copy's two (25 MB) may stay in it. */
-static int copy_pairs(const bench *b)
-{
-    return strcmp(b->w->name, "copy_ws") == 0 ? 2 : 1;
-}
-
 static int setup_copy(bench *b)
 {
     b->copy_floats = b->small ? 1000 : (size_t)4096 * 768;
-    for (int k = 0; k < copy_pairs(b); k++) {
+    b->copy_pairs = strcmp(b->w->name, "copy_ws") == 0 ? 2 : 1;
+    for (int k = 0; k < b->copy_pairs; k++) {
         b->src[k] = malloc(b->copy_floats * sizeof(float));
         b->dst[k] = malloc(b->copy_floats * sizeof(float));
         if (!b->src[k] || !b->dst[k])
@@ -474,7 +471,7 @@ static int iter_copy(bench *b)
 {
     int parts = b->threads;
     size_t n = b->copy_floats;
-    for (int k = 0; k < copy_pairs(b); k++) {
+    for (int k = 0; k < b->copy_pairs; k++) {
         float *src = b->src[k], *dst = b->dst[k];
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(parts) schedule(static)
@@ -492,10 +489,10 @@ static int check_copy(bench *b, const char *dir)
 {
     (void)dir;
     size_t bytes = b->copy_floats * sizeof(float);
-    for (int k = 0; k < copy_pairs(b); k++)
+    for (int k = 0; k < b->copy_pairs; k++)
         memset(b->dst[k], 0, bytes);
     iter_copy(b);
-    for (int k = 0; k < copy_pairs(b); k++)
+    for (int k = 0; k < b->copy_pairs; k++)
         if (memcmp(b->src[k], b->dst[k], bytes) != 0)
             return -1;
     return 0;

@@ -85,14 +85,6 @@ static int64_t bn_blocks(const bn_layout *l)
     return (l->N + r - 1) / r;
 }
 
-/* Whether the column kernels (S == 1) ask memory for the rows ahead: when
- * x is too large to stay in the cache from one kernel to the next.
- * On the medium MLP step's (256, 128) the hints cost 1.3% and gain nothing. */
-static bool bn_streams(const bn_layout *l, size_t elem_size)
-{
-    return l->N * l->C * (int64_t)elem_size > TG_NORM_STREAM_BYTES;
-}
-
 static int bn_threads(const bn_layout *l)
 {
     return tg_norm_threads(l->n * l->C);
@@ -451,7 +443,10 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        const bool stream = bn_streams(l, sizeof(T));                        \
+        /* the column kernels ask for rows ahead when x is too large to    \
+         * stay in the cache from one kernel to the next; on the medium    \
+         * MLP step's (256, 128) the hints cost 1.3% and gained nothing */  \
+        const bool stream = tg_norm_streams(N * C, sizeof(T));               \
         if (!o->eval) {                                                      \
             double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
             double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
@@ -507,7 +502,7 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        const bool stream = bn_streams(l, sizeof(T));                        \
+        const bool stream = tg_norm_streams(N * C, sizeof(T));               \
         double *bg = nb == 1 ? sdy : scratch + 3 * C;                        \
         double *bgx = nb == 1 ? sdyx : bg + nb * C;                          \
         TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \

@@ -70,6 +70,13 @@ static inline double tg_norm_lanes_sum(const double *acc)
  * for the cache. */
 #define TG_NORM_STREAM_BYTES (INT64_C(1) << 20)
 
+/* Whether numel elements of elem_size bytes stream from memory: the one
+ * test both kernels make. */
+static inline bool tg_norm_streams(int64_t numel, size_t elem_size)
+{
+    return numel * (int64_t)elem_size > TG_NORM_STREAM_BYTES;
+}
+
 /* ------------------------------------------------------ shared: threads */
 
 /* Below this many elements a LayerNorm or BatchNorm kernel runs on the

@@ -165,6 +165,15 @@ static double mean_f64(const double *row, int64_t n, int64_t correction)
  * The one-pass E[x^2] - E[x]^2 cancels catastrophically when |mean| >> std
  * (a row near 1e4 with std 1e-2 loses every digit in float32). A divisor of
  * 0 gives inf, or NaN when the deviations are all 0, as PyTorch. */
+/* The variance from the sum of squared deviations ss of n elements (also
+ * sum_contiguous's, for leading dims). */
+static double var_of_ss(double ss, int64_t n, int64_t correction)
+{
+    /* In double: n - correction cannot overflow for any int64 correction. */
+    double dof = (double)n - (double)correction;
+    return ss / (dof > 0.0 ? dof : 0.0);
+}
+
 static double var_f64(const double *row, int64_t n, int64_t correction)
 {
     double mean = mean_f64(row, n, 0);
@@ -173,9 +182,7 @@ static double var_f64(const double *row, int64_t n, int64_t correction)
         double dev = row[j] - mean;
         ss += dev * dev;
     }
-    /* In double: n - correction cannot overflow for any int64 correction. */
-    double dof = (double)n - (double)correction;
-    return ss / (dof > 0.0 ? dof : 0.0);
+    return var_of_ss(ss, n, correction);
 }
 
 /* std = sqrt(var) */
@@ -366,9 +373,8 @@ static bool sum_contiguous(const char *fn, const tg_tensor *x,
                 else
                     TG_SS_LEADING(double)
 #undef TG_SS_LEADING
-                double dof = (double)n - (double)correction;
                 for (int64_t r = 0; r < rows; r++) {
-                    double v = ss[r] / (dof > 0.0 ? dof : 0.0);
+                    double v = var_of_ss(ss[r], n, correction);
                     tg_store_contiguous(o, r, kind == FAST_STD ? sqrt(v) : v);
                 }
             } else {

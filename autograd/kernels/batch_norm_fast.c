@@ -59,8 +59,7 @@
  * column kernels ask memory for rows below as they go (BN_AHEAD); that
  * took (4096, 768) fwd+bwd from 3.9 to 3.2 ms. Taking a strip of columns
  * down all the rows instead, to read x once while it stays in the cache,
- * was slower (2.2 ms for the forward alone): the rows of a strip are a
- * cache line each, 3 KB apart.
+ * was slower: the rows of a strip are a cache line each, 3 KB apart.
  * The clones for each CPU width give the same bits, for the reasons given
  * in layer_norm_fast.c (tests/autograd/norm_clone_bits.sh).
  */

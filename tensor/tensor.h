@@ -161,7 +161,10 @@ void tg_reset_peak_bytes(void);
  * thread's small blocks, every thread's large ones) (as
  * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0
  * in the environment keeps nothing (the valgrind test setup sets it, so a
- * use after free of a large tensor is still caught). */
+ * use after free of a large tensor is still caught). A tensor of 2 MiB or
+ * more asks the kernel for transparent huge pages (madvise MADV_HUGEPAGE
+ * over its whole 2 MiB stretches), so kernels streaming it take one TLB
+ * entry per 2 MiB rather than per 4 KiB; TG_HUGE_PAGES=0 asks for none. */
 void tg_empty_cache(void);
 
 /* Test hook for out-of-memory paths: on the calling thread, the next n
@@ -408,6 +411,9 @@ typedef enum tg_kernels {
 /* Read at the first large allocation: TG_BLOCK_CACHE=0 (see
  * tg_empty_cache). */
 #define TG_BLOCK_CACHE "TG_BLOCK_CACHE"
+/* Read at the first allocation of 2 MiB or more: TG_HUGE_PAGES=0 (see
+ * tg_empty_cache). */
+#define TG_HUGE_PAGES "TG_HUGE_PAGES"
 /* Chooses this thread's kernels; each thread starts with TG_KERNELS from
  * the environment ("fast", "portable" or "reference"), else
  * TG_KERNELS_FAST. Returns 0, or -1 for a value not in tg_kernels. */

@@ -2,6 +2,7 @@
  * tests/tensor/test_create.c - creation, reference counting, element access,
  * fill and copy: the tensor core below every op.
  */
+#define _DEFAULT_SOURCE // madvise, MAP_ANONYMOUS
 #include "../common.h"
 
 #include <sys/resource.h>
@@ -10,6 +11,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 TG_TEST(create, zeros_ones_full_have_shape_strides_and_values)
@@ -396,6 +399,96 @@ TG_TEST(fill_copy, overlapping_src_is_read_before_it_is_written)
     tg_release(head);
     tg_release(tail);
     tg_release(x);
+}
+
+/* Huge pages: a block of 2 MiB or more asks for them with madvise
+ * (tensor/memory.c). The kernel marks a mapping that asked with "hg" on
+ * its VmFlags line in /proc/self/smaps; whether it then hands out huge
+ * pages is its own business (its THP setting), so the tests check the
+ * asking. */
+static bool thp_in_kernel(void)
+{
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+        return true;
+    fprintf(stderr, "huge_pages: this kernel has no transparent huge pages: "
+                    "not checking that large blocks ask for them\n");
+    return false;
+}
+
+/* Whether the mapping holding address p asked for huge pages: its
+ * VmFlags in /proc/self/smaps has "hg". */
+static bool mapping_asks_huge(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f, "no /proc/self/smaps");
+    char line[512];
+    bool inside = false, huge = false, found = false;
+    uintptr_t a = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            inside = lo <= a && a < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            found = true;
+            huge = strstr(line, " hg ") || strstr(line, " hg\n");
+        }
+    }
+    fclose(f);
+    cr_assert(found, "no mapping holds %p", p);
+    return huge;
+}
+
+TG_TEST(huge_pages, the_mapping_check_tells_advised_memory_apart)
+{
+    if (!thp_in_kernel())
+        return;
+    const size_t two_mib = (size_t)2 << 20;
+    char *m = mmap(NULL, 2 * two_mib, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(madvise(m, two_mib, MADV_HUGEPAGE), 0);
+    cr_assert(mapping_asks_huge(m + 100), "advised memory not seen");
+    cr_assert_not(mapping_asks_huge(m + two_mib + 100),
+                  "memory that did not ask seen as asking");
+    int on_stack = 0;
+    cr_assert_not(mapping_asks_huge(&on_stack), "the stack seen as asking");
+    munmap(m, 2 * two_mib);
+}
+
+TG_TEST(huge_pages, a_tensor_of_2_mib_or_more_asks_for_them)
+{
+    if (!thp_in_kernel())
+        return;
+    const char *s = getenv(TG_HUGE_PAGES);
+    if (s && strcmp(s, "0") == 0) {
+        fprintf(stderr, "huge_pages: TG_HUGE_PAGES=0 in this run: not "
+                        "checking that large blocks ask for them\n");
+        return;
+    }
+    tg_tensor *x = tg_zeros(TG_SHAPE(768, 1024), TG_FLOAT32); // 3 MiB
+    float *d = tg_data_f32(x);
+    cr_assert(mapping_asks_huge(d), "a 3 MiB tensor did not ask");
+    /* Its block starts on a 2 MiB boundary, a few headers before d: the
+     * first 2 MiB ask, the last 1 MiB, a partial stretch, keeps 4 KiB
+     * pages. */
+    cr_assert(mapping_asks_huge(d + (1 << 19) - 1024),
+              "its whole 2 MiB stretch did not ask to its end");
+    cr_assert_not(mapping_asks_huge(d + 768 * 1024 - 1),
+                  "the partial stretch at the end asked too");
+    cr_assert_eq(d[768 * 1024 - 1], 0.0f, "tg_zeros still zeroes it");
+    tg_release(x);
+}
+
+TG_TEST(huge_pages, TG_HUGE_PAGES_0_asks_for_none)
+{
+    if (!thp_in_kernel())
+        return;
+    setenv(TG_HUGE_PAGES, "0", 1); // before the first large block: read then
+    tg_tensor *x = tg_zeros(TG_SHAPE(768, 1024), TG_FLOAT32);
+    cr_assert_not(mapping_asks_huge(tg_data_f32(x)),
+                  "a tensor asked for huge pages with TG_HUGE_PAGES=0");
+    tg_release(x);
+    unsetenv(TG_HUGE_PAGES);
 }
 
 /* The environment switches (TG_KERNELS, TG_BLOCK_CACHE, TG_DETECT_ANOMALY)

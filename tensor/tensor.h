@@ -392,9 +392,9 @@ int tg_print(const tg_tensor *x);           // to stdout
 /* ------------------------------------------------------- kernels, threads */
 
 /* Which kernels the ops run. Every optimised kernel (LayerNorm, BatchNorm,
- * matmul, conv, float32 tanh) keeps a plain, obviously correct twin: the
- * reference the tests compare it with, and the one to read when learning.
- * Results of the fast kernels agree with the reference within the
+ * matmul, conv, float32 tanh, softmax and log_softmax) keeps a plain,
+ * obviously correct twin: the reference the tests compare it with, and
+ * the one to read when learning. Results of the fast kernels agree with the reference within the
  * tolerance documented in docs/performance.md; those of the library's own
  * C kernels never depend on the number of threads (OpenBLAS's are
  * OpenBLAS's business). */

@@ -14,6 +14,7 @@
  * forward, are written with public ops on the saved y.
  */
 #include "../internal.h"
+#include "../kernels/softmax_fast.h"
 
 #include <math.h>
 
@@ -120,17 +121,25 @@ static tg_tensor *softmax_along(const char *fn, const tg_tensor *x, int dim,
         outer *= x->shape[i];
     for (int i = d + 1; i < x->ndim; i++)
         inner *= x->shape[i];
-    tg_tensor *xd = tg_contiguous_as(x, TG_FLOAT64); // (outer, n, inner)
-    tg_tensor *out = xd ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
-    if (out && x->numel > 0) {
-        const double *px = (const double *)tg_base_ptr(xd);
+    /* float32 rows along the last dim: the vectorised kernel
+     * (kernels/softmax_fast.c), the same steps with exp and log of its
+     * own. Otherwise the loop above, on a float64 copy. */
+    bool fast = x->dtype == TG_FLOAT32 && inner == 1 &&
+                !tg_use_reference_kernels();
+    tg_tensor *xc = tg_contiguous_as(x, fast ? TG_FLOAT32 : TG_FLOAT64);
+    tg_tensor *out = xc ? tg_alloc(x->shape, x->ndim, x->dtype) : NULL;
+    if (out && x->numel > 0 && fast) {
+        tg_softmax_rows_f32_fast((const float *)tg_base_ptr(xc), outer, n,
+                                 (float *)tg_base_ptr(out), log_form);
+    } else if (out && x->numel > 0) {
+        const double *px = (const double *)tg_base_ptr(xc);
         for (int64_t o = 0; o < outer; o++)
             for (int64_t i = 0; i < inner; i++) {
                 int64_t first = o * n * inner + i;
                 softmax_row(px + first, n, inner, out, first, log_form);
             }
     }
-    tg_release(xd);
+    tg_release(xc);
     if (out)
         out->made_by = fn;
     tg_node *node = tg_record(log_form ? &log_softmax_op : &softmax_op, &out,

@@ -100,7 +100,11 @@ static inline double tg_exp_nonpositive(double y)
 static inline double tg_log_positive(double s)
 {
     const uint64_t b = tg_bits_of(s);
-    double k = (double)(int64_t)((b >> 52) & 0x7ff) - 1023.0;
+    /* the exponent field as a double: OR-ed into the mantissa of 2^52
+     * (an int64-to-double conversion would keep AVX2 and AVX-512F loops
+     * scalar: they have no vector instruction for it) */
+    double k = tg_double_of(((b >> 52) & 0x7ff) | 0x4330000000000000ULL) -
+               0x1p52 - 1023.0;
     double m = tg_double_of((b & 0x000fffffffffffffULL) |
                             0x3ff0000000000000ULL); // [1, 2)
     const bool high = m >= 0x1.6a09e667f3bcdp0;       // sqrt(2)

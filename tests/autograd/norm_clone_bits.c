@@ -2,7 +2,9 @@
  * tests/autograd/norm_clone_bits.c - prints one hash of every output of
  * the fast LayerNorm and BatchNorm kernels (y, mean, rstd, dx, dweight,
  * dbias; float32 and float64; the small-row path, chunked rows, short
- * rows, BatchNorm's blocks of rows and whole channels), for
+ * rows, BatchNorm's blocks of rows and whole channels) and of the fast
+ * float32 tanh, softmax and log_softmax (the exp and log of
+ * autograd/kernels/exp_log_fast.h; short and long rows), for
  * norm_clone_bits.sh to compare between two runs of this program: one on
  * the CPU, which picks the kernels' AVX-512 (or AVX2) clone, and one
  * under valgrind, whose CPU offers no AVX-512 and so runs the AVX2 clone.
@@ -81,6 +83,28 @@ static int run(bool ln, const int64_t *shape, int ndim, tg_dtype dtype,
     return rc;
 }
 
+/* tanh, softmax and log_softmax of float32 (rows, n) */
+static int run_exp_log(int64_t rows, int64_t n)
+{
+    tg_manual_seed(6);
+    tg_tensor *z = tg_randn(TG_SHAPE(rows, n), TG_FLOAT32);
+    tg_tensor *x = tg_mul_scalar(z, 5.0);
+    tg_tensor *t = tg_tanh(x), *s = tg_softmax(x, 1);
+    tg_tensor *l = tg_log_softmax(x, 1);
+    int rc = t && s && l ? 0 : -1;
+    if (rc == 0) {
+        mix(t);
+        mix(s);
+        mix(l);
+    }
+    tg_release(l);
+    tg_release(s);
+    tg_release(t);
+    tg_release(x);
+    tg_release(z);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     bool flip = argc > 1 && strcmp(argv[1], "--flip") == 0;
@@ -100,6 +124,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "norm_clone_bits: %s\n", tg_last_error());
                 return 1;
             }
+    if (run_exp_log(300, 27) < 0 || run_exp_log(3, 2000) < 0) {
+        fprintf(stderr, "norm_clone_bits: %s\n", tg_last_error());
+        return 1;
+    }
     printf("%016llx\n", (unsigned long long)hash);
     return 0;
 }

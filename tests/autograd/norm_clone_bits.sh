@@ -1,6 +1,7 @@
 #!/bin/sh
-# tests/autograd/norm_clone_bits.sh PROGRAM - the fast LayerNorm and
-# BatchNorm kernels give the same bits from their AVX-512 (or AVX2) clone
+# tests/autograd/norm_clone_bits.sh PROGRAM - the fast LayerNorm,
+# BatchNorm, tanh and softmax kernels give the same bits from their
+# AVX-512 (or AVX2) clone
 # and from their AVX2 clone: PROGRAM (norm_clone_bits.c) run on the CPU
 # and under valgrind, which offers no AVX-512, must print the same hash.
 # It first checks that the comparison can fail: PROGRAM --flip (one bit

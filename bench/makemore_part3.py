@@ -9,13 +9,17 @@ another job on the machine changes the numbers less.
 
 Per-step time without the start-up (reading names.txt, building the data
 sets) and the evaluation after training: each side runs SHORT and then
-LONG steps, and the time per step is
+LONG steps, --repeats times, and each LONG run gives a time per step
 
-    (cpu(LONG steps) - cpu(SHORT steps)) / (LONG - SHORT).
+    (cpu(LONG steps) - least cpu(SHORT steps)) / (LONG - SHORT),
 
-This is repeated --repeats times; the table gives min, median and max per
-side, and the ratio of the medians (PyTorch / tapegrad: above 1, tapegrad
-is faster). Where PyTorch does not import, only tapegrad's side runs.
+against the least disturbed of that side's SHORT runs. Start-up varies
+more than training: its first touch of fresh memory can take a second of
+system time on one run and not the next (seen on a virtual machine whose
+host backs fresh 2 MiB pages on demand), and a SHORT run is mostly
+start-up. The table gives min, median and max per side, and the ratio of
+the medians (PyTorch / tapegrad: above 1, tapegrad is faster). Where
+PyTorch does not import, only tapegrad's side runs.
 
 Usage (from the repository, after a build):
     /usr/bin/python3 bench/makemore_part3.py --exe build/examples/part3_mlp
@@ -85,7 +89,8 @@ def main():
         sys.exit("--long must be more than --short")
     env = dict(os.environ, TG_NUM_THREADS="1", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1")
-    per_step = {"tapegrad": [], "PyTorch": []}
+    shorts = {"tapegrad": [], "PyTorch": []}
+    longs = {"tapegrad": [], "PyTorch": []}
     with tempfile.TemporaryDirectory() as out:
         for r in range(args.repeats):
             sides = [("tapegrad", lambda n: tapegrad_cmd(args.exe, n, words,
@@ -95,14 +100,14 @@ def main():
             if r % 2 == 1:
                 sides.reverse()  # alternate which side goes first
             for name, make in sides:
-                short = cpu_seconds(make(args.short), env)
-                long_ = cpu_seconds(make(args.long), env)
-                per_step[name].append((long_ - short) /
-                                      (args.long - args.short))
+                shorts[name].append(cpu_seconds(make(args.short), env))
+                longs[name].append(cpu_seconds(make(args.long), env))
             print("repeat %d/%d: %s" % (
                 r + 1, args.repeats,
-                ", ".join("%s %.3f ms" % (k, 1e3 * v[-1])
-                          for k, v in per_step.items() if v)), flush=True)
+                ", ".join("%s %.2f s and %.2f s" % (k, shorts[k][-1], v[-1])
+                          for k, v in longs.items() if v)), flush=True)
+    per_step = {k: [(t - min(shorts[k])) / (args.long - args.short)
+                    for t in v] for k, v in longs.items()}
     print()
     print("makemore part 3 training step (batch 32, 1 thread, CPU time per "
           "step over %d steps, %d repeats)" % (args.long - args.short,

@@ -199,12 +199,14 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
         memcpy(dst + a, plane + a + di * W + dj, sizeof(T) * (size_t)(b - a)); \
         for (int64_t e = 0; e < p0 * W; e++)                                \
             dst[e] = 0;                                                     \
-        for (int64_t p = p0; p < p1; p++) {                                 \
-            for (int64_t q = 0; q < q0; q++)                                \
+        /* the wrapped columns, a column at a time: a row's are only pw   \
+         * elements, which GCC would zero with a call to memset each */    \
+        for (int64_t q = 0; q < q0; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
                 dst[p * W + q] = 0;                                         \
-            for (int64_t q = q1; q < W; q++)                                \
+        for (int64_t q = q1; q < W; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
                 dst[p * W + q] = 0;                                         \
-        }                                                                   \
         for (int64_t e = p1 * W; e < s->ho * W; e++)                        \
             dst[e] = 0;                                                     \
     }                                                                       \
@@ -254,20 +256,52 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
                 }                                                           \
     }                                                                       \
                                                                             \
-    static void col2im_##sfx(const T *cols, const conv_geom *s, int64_t g, \
+    /* col2im's counterpart of same_width_cols: one image's part of a    \
+     * cols row (c, i, j), src, added into its plane. The wrapped columns  \
+     * of the valid rows are first set to 0 in src (scratch), so that the  \
+     * valid rows add as one contiguous span: adding 0 leaves dx as it was \
+     * (dx starts at +0, and a sum that starts at +0 is never -0). Each dx \
+     * element gets the same additions in the same order as from the       \
+     * row-by-row loop of col2im.                                          \
+     */                                                                     \
+    static void same_width_add_##sfx(T *src, const conv_geom *s,           \
+                                     int64_t i, int64_t j, int64_t q0,     \
+                                     int64_t q1, T *plane)                 \
+    {                                                                       \
+        int64_t W = s->w, di = i * s->dh - s->ph, dj = j * s->dw - s->pw;  \
+        int64_t p0 = di < 0 ? -di : 0;                                      \
+        int64_t p1 = s->h - di < s->ho ? s->h - di : s->ho;                 \
+        if (p1 <= p0 || q1 <= q0)                                           \
+            return;                                                         \
+        for (int64_t q = 0; q < q0; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
+                src[p * W + q] = 0;                                         \
+        for (int64_t q = q1; q < W; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
+                src[p * W + q] = 0;                                         \
+        T *dst = plane + di * W + dj;                                       \
+        for (int64_t e = p0 * W + q0; e < (p1 - 1) * W + q1; e++)           \
+            dst[e] += src[e];                                               \
+    }                                                                       \
+                                                                            \
+    static void col2im_##sfx(T *cols, const conv_geom *s, int64_t g,       \
                              int64_t n0, int64_t nb, T *dx)                \
     {                                                                       \
         int64_t cg = s->c / s->groups, L = s->ho * s->wo, NL = nb * L;     \
         for (int64_t c = 0; c < cg; c++)                                    \
             for (int64_t i = 0; i < s->kh; i++)                             \
                 for (int64_t j = 0; j < s->kw; j++) {                       \
-                    const T *row =                                          \
-                        cols + ((c * s->kh + i) * s->kw + j) * NL;          \
+                    T *row = cols + ((c * s->kh + i) * s->kw + j) * NL;     \
                     int64_t q0, q1;                                         \
                     inside_cols(s, j, &q0, &q1);                            \
                     for (int64_t n = 0; n < nb; n++) {                      \
                         T *plane = dx + ((n0 + n) * s->c + g * cg + c) *    \
                                             s->h * s->w;                    \
+                        if (s->sh == 1 && s->sw == 1 && s->wo == s->w) {    \
+                            same_width_add_##sfx(row + n * L, s, i, j, q0,  \
+                                                 q1, plane);                \
+                            continue;                                       \
+                        }                                                   \
                         for (int64_t p = 0; p < s->ho; p++) {               \
                             int64_t ih = p * s->sh - s->ph + i * s->dh;     \
                             if (ih < 0 || ih >= s->h)                       \

@@ -131,8 +131,14 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
                         int64_t *q1)
 {
     int64_t off = j * s->dw - s->pw; // iw = q sw + off
-    int64_t lo = off >= 0 ? 0 : (-off + s->sw - 1) / s->sw;
-    int64_t hi = s->w - off <= 0 ? 0 : (s->w - off - 1) / s->sw + 1;
+    int64_t sw = s->sw, lo, hi;
+    if (sw == 1) { // the same without the divisions, called per tap
+        lo = off >= 0 ? 0 : -off;
+        hi = s->w - off <= 0 ? 0 : s->w - off;
+    } else {
+        lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+        hi = s->w - off <= 0 ? 0 : (s->w - off - 1) / sw + 1;
+    }
     *q0 = lo < s->wo ? lo : s->wo;
     *q1 = hi < s->wo ? hi : s->wo;
     if (*q1 < *q0)
@@ -673,18 +679,28 @@ static int grads_fast(const tg_tensor *x, const tg_tensor *w,
  * order. New reference. */
 static tg_tensor *bias_grad(const tg_tensor *dy, const conv_geom *s)
 {
-    tg_tensor *dyd = tg_contiguous_as(dy, TG_FLOAT64);
-    tg_tensor *db = dyd ? tg_zeros(&s->o, 1, TG_FLOAT64) : NULL;
+    /* dy as it is when contiguous (float32 values widen to double exactly
+     * as they are added: no double copy) */
+    tg_tensor *dyc = tg_contiguous_as(dy, dy->dtype);
+    tg_tensor *db = dyc ? tg_zeros(&s->o, 1, TG_FLOAT64) : NULL;
     if (db) {
-        const double *d = tg_data_f64(dyd);
         double *acc = tg_data_f64(db);
         int64_t L = s->ho * s->wo;
-        for (int64_t n = 0; n < s->n; n++)
-            for (int64_t o = 0; o < s->o; o++)
-                for (int64_t l = 0; l < L; l++)
-                    acc[o] += d[(n * s->o + o) * L + l];
+#define TG_BIAS_SUMS(T)                                                     \
+    do {                                                                    \
+        const T *d = (const T *)tg_base_ptr(dyc);                           \
+        for (int64_t n = 0; n < s->n; n++)                                  \
+            for (int64_t o = 0; o < s->o; o++)                              \
+                for (int64_t l = 0; l < L; l++)                             \
+                    acc[o] += (double)d[(n * s->o + o) * L + l];            \
+    } while (0)
+        if (dyc->dtype == TG_FLOAT32)
+            TG_BIAS_SUMS(float);
+        else
+            TG_BIAS_SUMS(double);
+#undef TG_BIAS_SUMS
     }
-    tg_release(dyd);
+    tg_release(dyc);
     return db;
 }
 

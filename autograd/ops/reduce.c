@@ -275,6 +275,33 @@ static int64_t argmin_i64(const int64_t *row, int64_t n)
 
 /* ------------------------------------------- contiguous sum, mean, var */
 
+/* The loops of sum_contiguous over leading dims, x seen as (n, rows): each
+ * column's sum, acc[r] += x[i, r] for i = 0, 1, ..., and for var its
+ * squared deviations from mean[r] the same way. Across the columns they
+ * vectorise; down a column the additions stay in row order, so every
+ * clone (TG_VECTOR_CLONES) gives the bits of the plain loop. */
+#define TG_LEADING_SUMS(SFX, T)                                             \
+    static TG_VECTOR_CLONES void sum_leading_##SFX(                          \
+        const T *restrict x, int64_t n, int64_t rows, double *restrict acc)  \
+    {                                                                       \
+        for (int64_t i = 0; i < n; i++)                                     \
+            for (int64_t r = 0; r < rows; r++)                              \
+                acc[r] += (double)x[i * rows + r];                          \
+    }                                                                       \
+    static TG_VECTOR_CLONES void ss_leading_##SFX(                           \
+        const T *restrict x, int64_t n, int64_t rows,                       \
+        const double *restrict mean, double *restrict ss)                   \
+    {                                                                       \
+        for (int64_t i = 0; i < n; i++)                                     \
+            for (int64_t r = 0; r < rows; r++) {                            \
+                double dev = (double)x[i * rows + r] - mean[r];             \
+                ss[r] += dev * dev;                                         \
+            }                                                               \
+    }
+TG_LEADING_SUMS(f32, float)
+TG_LEADING_SUMS(f64, double)
+#undef TG_LEADING_SUMS
+
 /* Whether a reduction is one that sum_contiguous may compute, and which:
  * the fast path is chosen by this field, not by which op it is. */
 typedef enum reduce_fast {
@@ -343,36 +370,20 @@ static bool sum_contiguous(const char *fn, const tg_tensor *x,
         if (leading) {
             for (int64_t r = 0; r < rows; r++)
                 acc[r] = 0.0;
-#define TG_SUM_LEADING(T)                                                   \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        const T *row = (const T *)base + i * rows;                          \
-        for (int64_t r = 0; r < rows; r++)                                  \
-            acc[r] += (double)row[r];                                       \
-    }
             if (x->dtype == TG_FLOAT32)
-                TG_SUM_LEADING(float)
+                sum_leading_f32((const float *)base, n, rows, acc);
             else
-                TG_SUM_LEADING(double)
-#undef TG_SUM_LEADING
+                sum_leading_f64((const double *)base, n, rows, acc);
             if (var) { /* var_f64: the mean, then (x - mean)^2 in order */
                 double *ss = acc + rows;
                 for (int64_t r = 0; r < rows; r++) {
                     acc[r] /= (double)n;
                     ss[r] = 0.0;
                 }
-#define TG_SS_LEADING(T)                                                    \
-    for (int64_t i = 0; i < n; i++) {                                       \
-        const T *row = (const T *)base + i * rows;                          \
-        for (int64_t r = 0; r < rows; r++) {                                \
-            double dev = (double)row[r] - acc[r];                           \
-            ss[r] += dev * dev;                                             \
-        }                                                                   \
-    }
                 if (x->dtype == TG_FLOAT32)
-                    TG_SS_LEADING(float)
+                    ss_leading_f32((const float *)base, n, rows, acc, ss);
                 else
-                    TG_SS_LEADING(double)
-#undef TG_SS_LEADING
+                    ss_leading_f64((const double *)base, n, rows, acc, ss);
                 for (int64_t r = 0; r < rows; r++) {
                     double v = var_of_ss(ss[r], n, correction);
                     tg_store_contiguous(o, r, kind == FAST_STD ? sqrt(v) : v);

@@ -83,7 +83,8 @@ static int run(bool ln, const int64_t *shape, int ndim, tg_dtype dtype,
     return rc;
 }
 
-/* tanh, softmax and log_softmax of float32 (rows, n) */
+/* tanh, softmax and log_softmax of float32 (rows, n), and its mean and
+ * std over dim 0 (the vectorised column sums of reduce.c) */
 static int run_exp_log(int64_t rows, int64_t n)
 {
     tg_manual_seed(6);
@@ -91,12 +92,18 @@ static int run_exp_log(int64_t rows, int64_t n)
     tg_tensor *x = tg_mul_scalar(z, 5.0);
     tg_tensor *t = tg_tanh(x), *s = tg_softmax(x, 1);
     tg_tensor *l = tg_log_softmax(x, 1);
-    int rc = t && s && l ? 0 : -1;
+    tg_tensor *m = tg_mean(x, TG_DIMS(0), false);
+    tg_tensor *sd = tg_std(x, TG_DIMS(0), 1, false);
+    int rc = t && s && l && m && sd ? 0 : -1;
     if (rc == 0) {
         mix(t);
         mix(s);
         mix(l);
+        mix(m);
+        mix(sd);
     }
+    tg_release(sd);
+    tg_release(m);
     tg_release(l);
     tg_release(s);
     tg_release(t);

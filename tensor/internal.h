@@ -260,6 +260,13 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
             o_[i_] = (TO)(EXPR);                                            \
         }                                                                   \
     }                                                                       \
+    static ATTR void name##_scalar_(TO *o_, const TI *pa_, TI b, int64_t n_) \
+    {                                                                       \
+        for (int64_t i_ = 0; i_ < n_; i_++) {                               \
+            TI a = pa_[i_];                                                 \
+            o_[i_] = (TO)(EXPR);                                            \
+        }                                                                   \
+    }                                                                       \
     static void name(char **data_, const int64_t *st_, int64_t n_,         \
                      void *ctx_)                                            \
     {                                                                       \
@@ -270,11 +277,7 @@ tg_tensor *tg_scalar_apply(tg_tensor *(*op)(const tg_tensor *,
         if (st_[0] == 1 && st_[1] == 1 && st_[2] == 1) {                    \
             name##_unit_(o_, pa_, pb_, n_);                                 \
         } else if (st_[0] == 1 && st_[1] == 1 && st_[2] == 0) {             \
-            const TI b = pb_[0];                                            \
-            for (int64_t i_ = 0; i_ < n_; i_++) {                           \
-                TI a = pa_[i_];                                             \
-                o_[i_] = (TO)(EXPR);                                        \
-            }                                                               \
+            name##_scalar_(o_, pa_, pb_[0], n_);                            \
         } else {                                                            \
             for (int64_t i_ = 0; i_ < n_; i_++) {                           \
                 TI a = pa_[i_ * st_[1]], b = pb_[i_ * st_[2]];              \

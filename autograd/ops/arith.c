@@ -22,8 +22,8 @@
 
 /* ---------------------------------------------------------------- add */
 /* out = a + b */
-TG_BINARY_LOOP(add_f32, float, float, a + b)
-TG_BINARY_LOOP(add_f64, double, double, a + b)
+TG_BINARY_LOOP_CLONES(add_f32, float, float, a + b)
+TG_BINARY_LOOP_CLONES(add_f64, double, double, a + b)
 TG_BINARY_LOOP(add_i64, int64_t, int64_t, (int64_t)((uint64_t)a + (uint64_t)b))
 static const tg_elementwise_kernel add_kernel = {add_f32, add_f64, add_i64,
                                                  false};
@@ -63,8 +63,8 @@ void tg_add_into(tg_tensor *acc, const tg_tensor *g)
 
 /* ---------------------------------------------------------------- sub */
 /* out = a - b */
-TG_BINARY_LOOP(sub_f32, float, float, a - b)
-TG_BINARY_LOOP(sub_f64, double, double, a - b)
+TG_BINARY_LOOP_CLONES(sub_f32, float, float, a - b)
+TG_BINARY_LOOP_CLONES(sub_f64, double, double, a - b)
 TG_BINARY_LOOP(sub_i64, int64_t, int64_t, (int64_t)((uint64_t)a - (uint64_t)b))
 static const tg_elementwise_kernel sub_kernel = {sub_f32, sub_f64, sub_i64,
                                                  false};
@@ -106,8 +106,8 @@ tg_tensor *tg_rsub_scalar(const tg_tensor *a, double s)
 
 /* ---------------------------------------------------------------- mul */
 /* out = a * b */
-TG_BINARY_LOOP(mul_f32, float, float, a * b)
-TG_BINARY_LOOP(mul_f64, double, double, a * b)
+TG_BINARY_LOOP_CLONES(mul_f32, float, float, a * b)
+TG_BINARY_LOOP_CLONES(mul_f64, double, double, a * b)
 TG_BINARY_LOOP(mul_i64, int64_t, int64_t, (int64_t)((uint64_t)a * (uint64_t)b))
 static const tg_elementwise_kernel mul_kernel = {mul_f32, mul_f64, mul_i64,
                                                  false};
@@ -148,8 +148,8 @@ tg_tensor *tg_mul_scalar(const tg_tensor *a, double s)
 /* ---------------------------------------------------------------- div */
 /* out = a / b, true division: int64 operands are divided in float32, as
  * PyTorch's torch.div without rounding_mode. */
-TG_BINARY_LOOP(div_f32, float, float, a / b)
-TG_BINARY_LOOP(div_f64, double, double, a / b)
+TG_BINARY_LOOP_CLONES(div_f32, float, float, a / b)
+TG_BINARY_LOOP_CLONES(div_f64, double, double, a / b)
 static const tg_elementwise_kernel div_kernel = {div_f32, div_f64, NULL,
                                                  false};
 

@@ -51,7 +51,7 @@ static inline float tanh_one(float xf)
     /* e = exp(y), y = -2|x| clamped to [-64, 0]; NaN stays NaN */
     double y = -2.0 * ax;
     y = tg_select_double(y < -64.0, -64.0, y);
-    const double e = tg_exp_nonpositive(y);
+    const double e = tg_exp_in_range(y);
     const double big = (1.0 - e) / (1.0 + e);
     /* |x| < 2^-10: the series, where 1 - e would cancel */
     const double x2 = ax * ax;

@@ -48,7 +48,7 @@ static inline double tg_select_double(bool c, double a, double b)
     return tg_double_of((tg_bits_of(a) & m) | (tg_bits_of(b) & ~m));
 }
 
-/* exp(y) for y in [-708, 0] (NaN gives NaN), as 2^n exp(r):
+/* exp(y) for y in [-708, 709] (NaN gives NaN), as 2^n exp(r):
  *  - n = round(y / ln 2), found by adding 1.5 * 2^52 to y log2(e): the sum
  *    is rounded to an integer, which then sits in its low bits;
  *  - r = y - n ln 2 with ln 2 in two parts (Cody and Waite): n times the
@@ -57,9 +57,10 @@ static inline double tg_select_double(bool c, double a, double b)
  *  - exp(r) by its Taylor series to r^13 / 13! (the rest is below 6e-18
  *    relative for |r| <= ln 2 / 2), in Horner's form;
  *  - 2^n written straight into a double's exponent bits (n + 1023, which
- *    y >= -708 keeps at 1 or more: no subnormal results).
+ *    y in [-708, 709] keeps in [1, 2046]: no subnormal and no infinite
+ *    results).
  * exp(0) is exactly 1. */
-static inline double tg_exp_nonpositive(double y)
+static inline double tg_exp_in_range(double y)
 {
     const double SHIFT = 0x1.8p52;
     const double kd = y * 0x1.71547652b82fep0 + SHIFT;

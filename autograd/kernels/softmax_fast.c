@@ -15,7 +15,7 @@
  * here they are exp_log_fast.h's, within 2 double ulps, so a result
  * differs from softmax_row's only when its double value falls within
  * ~4e-16 of the midpoint between two floats
- * (tests/autograd/test_fast_softmax.c counts it over random rows).
+ * (tests/autograd/test_fast_exp_log.c counts it over random rows).
  *
  * Rows are taken in chunks of whole rows (short rows, such as a
  * classifier's 3 or 27 classes) or one row in pieces (long rows), so that
@@ -41,7 +41,7 @@ enum { CHUNK = 1024 };
 static TG_VECTOR_CLONES void exp_in_place(double *e, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        e[i] = tg_exp_nonpositive(tg_select_double(e[i] < -708.0, -708.0,
+        e[i] = tg_exp_in_range(tg_select_double(e[i] < -708.0, -708.0,
                                                    e[i]));
 }
 

@@ -510,7 +510,8 @@ def report(rows, threads_list, results, args, have_torch, machine):
         w.writerows(csv_rows)
 
     memory(rows, threads_list, results, args, out)
-    targets = evaluate_targets(rows, threads_list, results, copy_bw)
+    targets = evaluate_targets(rows, threads_list, results, copy_bw,
+                               args.size)
     out()
     out("Targets (from this run)")
     out()
@@ -591,7 +592,7 @@ def fmt_bytes(b):
     return "%d B" % b
 
 
-def evaluate_targets(rows, threads_list, results, copy_bw):
+def evaluate_targets(rows, threads_list, results, copy_bw, size):
     """Each target of the docs with its measured value and met / MISSED;
     "not measurable here" when a row it rests on ran on a contended
     machine (a busy machine decides nothing, either way), "noisy (...)"
@@ -654,7 +655,7 @@ def evaluate_targets(rows, threads_list, results, copy_bw):
                 w = results[("copy_ws", t)]
                 p_ws = pct_of_copy("ln_fwd_bwd", tg, rate(
                     row_named("copy_ws"), w["cells"].get("tapegrad"))) \
-                    if args.size == "full" and not w["contended"] and \
+                    if size == "full" and not w["contended"] and \
                     not results[("ln_fwd_bwd", t)]["contended"] else None
                 out.append(["LayerNorm fwd+bwd, %% of a copy of its 50 MB, "
                             "%d thr" % t, fmt(p_ws, "%.0f%%"), "reported",

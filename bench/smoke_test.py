@@ -153,10 +153,21 @@ def main():
                                            (0.9, 2, ["met", "MISSED"])):
             got = [t[3] for t in run.evaluate_targets(rows, [1], {
                 ("ln_small_fwd_bwd", 1): fake(ratio_median, faults),
-                ("copy", 1): fake(1.0, 0)}, {1: None})]
+                ("copy", 1): fake(1.0, 0)}, {1: None}, "full")]
             if got != want:
                 failures.append("targets for ratio %g, %d faults: %r, want "
                                 "%r" % (ratio_median, faults, got, want))
+        # LayerNorm against a copy of its own 50 MB (copy_ws): a value from
+        # a full-size run, none from a small one.
+        rows = [run.row_named(n) for n in ("ln_fwd_bwd", "copy", "copy_ws")]
+        results = {(n, 1): fake(1.0, 0) for n in ("ln_fwd_bwd", "copy",
+                                                   "copy_ws")}
+        for size, want_value in (("full", True), ("small", False)):
+            ws = [t for t in run.evaluate_targets(rows, [1], results,
+                                                  {1: None}, size)
+                  if "copy of its 50 MB" in t[0]]
+            if len(ws) != 1 or (ws[0][1] != "-") != want_value:
+                failures.append("%% of copy_ws in a %s run: %r" % (size, ws))
 
         # The verifier must reject a wrong result: one element of dx off
         # by 1e-2 (the tolerance is 1e-4).

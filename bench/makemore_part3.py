@@ -13,7 +13,8 @@ LONG steps, --repeats times, and each LONG run gives a time per step
 
     (cpu(LONG steps) - least cpu(SHORT steps)) / (LONG - SHORT),
 
-against the least disturbed of that side's SHORT runs. Start-up varies
+against the least disturbed of that side's SHORT runs, after one
+unmeasured SHORT run a side. Start-up varies
 more than training: its first touch of fresh memory can take a second of
 system time on one run and not the next (seen on a virtual machine whose
 host backs fresh 2 MiB pages on demand), and a SHORT run is mostly
@@ -92,6 +93,12 @@ def main():
     shorts = {"tapegrad": [], "PyTorch": []}
     longs = {"tapegrad": [], "PyTorch": []}
     with tempfile.TemporaryDirectory() as out:
+        # one unmeasured short run a side first: the first runs of a series
+        # took the most start-up time (fresh memory, cold files)
+        if not args.smoke:
+            cpu_seconds(tapegrad_cmd(args.exe, args.short, words, out), env)
+            if with_torch:
+                cpu_seconds(torch_cmd(args.short), env)
         for r in range(args.repeats):
             sides = [("tapegrad", lambda n: tapegrad_cmd(args.exe, n, words,
                                                          out))]

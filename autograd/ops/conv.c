@@ -145,6 +145,19 @@ static void inside_cols(const conv_geom *s, int64_t j, int64_t *q0,
         *q1 = *q0;
 }
 
+/* For tap (i, j) of a convolution with stride 1 that keeps the width (Wo
+ * == W): output (p, q) reads image element (p + di, q + dj), and the
+ * output rows [*p0, *p1) read inside the image. */
+static void same_width_rows(const conv_geom *s, int64_t i, int64_t j,
+                            int64_t *di, int64_t *dj, int64_t *p0,
+                            int64_t *p1)
+{
+    *di = i * s->dh - s->ph;
+    *dj = j * s->dw - s->pw;
+    *p0 = *di < 0 ? -*di : 0;
+    *p1 = s->h - *di < s->ho ? s->h - *di : s->ho;
+}
+
 /* The images are taken a chunk at a time, so that a chunk's columns stay
  * in the cache between im2col and the products, and the products are
  * small enough for the gemm's unpacked small kernel: at most
@@ -181,6 +194,20 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
  *   chunk L) and part (O/G, K) are scratch; dx and dw (both zeroed) may
  *   be NULL when not needed. */
 #define TG_CONV_KERNELS(sfx, T, GEMM)                                       \
+    /* Sets the columns outside [q0, q1) of rows [p0, p1) of a (., W)    \
+     * block to 0, a column at a time: a row's are only pw elements, which \
+     * GCC would zero with a call to memset each. */                       \
+    static void zero_wrapped_##sfx(T *rows, int64_t W, int64_t p0,         \
+                                   int64_t p1, int64_t q0, int64_t q1)     \
+    {                                                                       \
+        for (int64_t q = 0; q < q0; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
+                rows[p * W + q] = 0;                                        \
+        for (int64_t q = q1; q < W; q++)                                    \
+            for (int64_t p = p0; p < p1; p++)                               \
+                rows[p * W + q] = 0;                                        \
+    }                                                                       \
+                                                                            \
     /* One image's part of a cols row (c, i, j) when the stride is 1 and   \
      * the width is kept (Wo == W: "same" padding). Then output (p, q)     \
      * reads image element (p + di) W + q + dj, a constant shift of its    \
@@ -193,9 +220,8 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
                                       int64_t i, int64_t j, int64_t q0,    \
                                       int64_t q1, T *dst)                  \
     {                                                                       \
-        int64_t W = s->w, di = i * s->dh - s->ph, dj = j * s->dw - s->pw;  \
-        int64_t p0 = di < 0 ? -di : 0;                                      \
-        int64_t p1 = s->h - di < s->ho ? s->h - di : s->ho;                 \
+        int64_t W = s->w, di, dj, p0, p1;                                   \
+        same_width_rows(s, i, j, &di, &dj, &p0, &p1);                       \
         if (p1 <= p0 || q1 <= q0) {                                         \
             for (int64_t e = 0; e < s->ho * W; e++)                         \
                 dst[e] = 0;                                                 \
@@ -205,14 +231,7 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
         memcpy(dst + a, plane + a + di * W + dj, sizeof(T) * (size_t)(b - a)); \
         for (int64_t e = 0; e < p0 * W; e++)                                \
             dst[e] = 0;                                                     \
-        /* the wrapped columns, a column at a time: a row's are only pw   \
-         * elements, which GCC would zero with a call to memset each */    \
-        for (int64_t q = 0; q < q0; q++)                                    \
-            for (int64_t p = p0; p < p1; p++)                               \
-                dst[p * W + q] = 0;                                         \
-        for (int64_t q = q1; q < W; q++)                                    \
-            for (int64_t p = p0; p < p1; p++)                               \
-                dst[p * W + q] = 0;                                         \
+        zero_wrapped_##sfx(dst, W, p0, p1, q0, q1);                         \
         for (int64_t e = p1 * W; e < s->ho * W; e++)                        \
             dst[e] = 0;                                                     \
     }                                                                       \
@@ -274,17 +293,11 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
                                      int64_t i, int64_t j, int64_t q0,     \
                                      int64_t q1, T *plane)                 \
     {                                                                       \
-        int64_t W = s->w, di = i * s->dh - s->ph, dj = j * s->dw - s->pw;  \
-        int64_t p0 = di < 0 ? -di : 0;                                      \
-        int64_t p1 = s->h - di < s->ho ? s->h - di : s->ho;                 \
+        int64_t W = s->w, di, dj, p0, p1;                                   \
+        same_width_rows(s, i, j, &di, &dj, &p0, &p1);                       \
         if (p1 <= p0 || q1 <= q0)                                           \
             return;                                                         \
-        for (int64_t q = 0; q < q0; q++)                                    \
-            for (int64_t p = p0; p < p1; p++)                               \
-                src[p * W + q] = 0;                                         \
-        for (int64_t q = q1; q < W; q++)                                    \
-            for (int64_t p = p0; p < p1; p++)                               \
-                src[p * W + q] = 0;                                         \
+        zero_wrapped_##sfx(src, W, p0, p1, q0, q1);                         \
         T *dst = plane + di * W + dj;                                       \
         for (int64_t e = p0 * W + q0; e < (p1 - 1) * W + q1; e++)           \
             dst[e] += src[e];                                               \

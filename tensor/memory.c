@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -157,19 +158,43 @@ static void cache_release(void)
  * memory is touched beyond the request). A kernel streaming such a block
  * then needs one TLB entry per 2 MiB instead of one per 4 KiB: on
  * (4096, 768) (12.6 MB a buffer) LayerNorm's forward and backward took
- * 0.95 of the time, BatchNorm1d's 0.85 (docs/performance.md, "Huge
- * pages for large tensors"). The advice is only that: a kernel without transparent huge
- * pages, or with them switched off, gives 4 KiB pages as before. Where
- * they are "always" on, every large mapping gets them anyway; where they
- * are on for "madvise" only (Debian's default), only blocks that ask.
- * TG_HUGE_PAGES=0 in the environment asks for none. */
+ * 0.95 of the time, BatchNorm1d's 0.85 (docs/performance.md, "Huge pages
+ * for large tensors"). It asks only where the kernel gives huge pages to
+ * the mappings that ask and to no others ("madvise" in
+ * /sys/kernel/mm/transparent_hugepage/enabled, Debian's default): with
+ * "always" every large mapping has them without asking, with "never" (or
+ * no such file) none does. When the block goes back to malloc, its
+ * stretches are set back to what a mapping that did not ask gets
+ * (MADV_NOHUGEPAGE), so the memory malloc hands out next from that place
+ * takes 4 KiB pages as before. TG_HUGE_PAGES=0 in the environment asks
+ * for none. Sanitizer builds ask for none either. */
 #define HUGE_PAGE ((size_t)2 << 20)
 
-static atomic_int huge_setting = -1;
+static atomic_int huge_setting = -1, thp_madvise = -1;
+
+/* Whether the kernel's transparent huge pages are on for "madvise": -1
+ * until read, then 0 or 1. */
+static bool thp_on_request(void)
+{
+    int v = atomic_load_explicit(&thp_madvise, memory_order_relaxed);
+    if (v < 0) {
+        char mode[128] = "";
+        FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+        if (f) {
+            if (!fgets(mode, sizeof mode, f))
+                mode[0] = '\0';
+            fclose(f);
+        }
+        v = strstr(mode, "[madvise]") != NULL;
+        atomic_store_explicit(&thp_madvise, v, memory_order_relaxed);
+    }
+    return v;
+}
 
 static bool huge_pages_on(void)
 {
-    return env_switch(&huge_setting, TG_HUGE_PAGES,
+    return CACHE_ON && thp_on_request() &&
+           env_switch(&huge_setting, TG_HUGE_PAGES,
                       "large blocks ask for huge pages");
 }
 
@@ -182,6 +207,17 @@ static void *huge_alloc(size_t size)
     (void)madvise(p, size & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); // advice only
 #endif
     return p;
+}
+
+/* free() for a block that tg_block_alloc took from the system: a huge one
+ * (huge_alloc) first takes its advice back. */
+static void system_free(void *block, size_t size)
+{
+#ifdef MADV_NOHUGEPAGE
+    if (block && size >= HUGE_PAGE && huge_pages_on())
+        (void)madvise(block, size & ~(HUGE_PAGE - 1), MADV_NOHUGEPAGE);
+#endif
+    free(block);
 }
 
 /* ------------------------------------------------- small-block free lists */
@@ -405,7 +441,9 @@ void tg_block_free(void *block, size_t size)
         /* The newest block stays: a loop that moved on to other shapes
          * must not find the cache full of the old ones. The oldest go
          * until the new one fits. */
-        void *evicted[MID_SLOTS > CACHE_SLOTS ? MID_SLOTS : CACHE_SLOTS];
+        enum { MOST = MID_SLOTS > CACHE_SLOTS ? MID_SLOTS : CACHE_SLOTS };
+        void *evicted[MOST];
+        size_t evicted_size[MOST];
         int nevicted = 0;
         bool kept = false;
         cache_acquire();
@@ -427,17 +465,18 @@ void tg_block_free(void *block, size_t size)
                 kept = true;
                 break;
             }
+            evicted_size[nevicted] = pool->slots[oldest].size;
             evicted[nevicted++] = pool->slots[oldest].block;
             pool->total -= pool->slots[oldest].size;
             pool->slots[oldest].block = NULL;
         }
         cache_release();
         for (int i = 0; i < nevicted; i++)
-            free(evicted[i]);
+            system_free(evicted[i], evicted_size[i]);
         if (kept)
             return;
     }
-    free(block);
+    system_free(block, size);
 }
 
 void tg_empty_cache(void)
@@ -445,11 +484,13 @@ void tg_empty_cache(void)
     small_drain(&this_thread()->small); // this thread's small blocks
     enum { ALL = CACHE_SLOTS + MID_SLOTS };
     void *kept[ALL];
+    size_t kept_size[ALL];
     int n = 0;
     cache_acquire(); // take the blocks out; free them outside the lock
     block_pool *pools[] = {&large_pool, &mid_pool};
     for (int p = 0; p < 2; p++) {
         for (int i = 0; i < pools[p]->nslots; i++) {
+            kept_size[n] = pools[p]->slots[i].size;
             kept[n++] = pools[p]->slots[i].block;
             pools[p]->slots[i].block = NULL;
         }
@@ -457,5 +498,5 @@ void tg_empty_cache(void)
     }
     cache_release();
     for (int i = 0; i < n; i++)
-        free(kept[i]);
+        system_free(kept[i], kept_size[i]);
 }

@@ -162,9 +162,11 @@ void tg_reset_peak_bytes(void);
  * torch.cuda.empty_cache); tg_live_bytes() never counts it. TG_BLOCK_CACHE=0
  * in the environment keeps nothing (the valgrind test setup sets it, so a
  * use after free of a large tensor is still caught). A tensor of 2 MiB or
- * more asks the kernel for transparent huge pages (madvise MADV_HUGEPAGE
- * over its whole 2 MiB stretches), so kernels streaming it take one TLB
- * entry per 2 MiB rather than per 4 KiB; TG_HUGE_PAGES=0 asks for none. */
+ * more asks the kernel for transparent huge pages where the kernel gives
+ * them only to mappings that ask ("madvise" mode: madvise MADV_HUGEPAGE
+ * over its whole 2 MiB stretches, taken back when its memory goes back to
+ * malloc), so kernels streaming it take one TLB entry per 2 MiB rather
+ * than per 4 KiB; TG_HUGE_PAGES=0 asks for none. */
 void tg_empty_cache(void);
 
 /* Test hook for out-of-memory paths: on the calling thread, the next n

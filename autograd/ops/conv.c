@@ -298,9 +298,9 @@ static int64_t conv_chunk(const conv_geom *s, int64_t K, size_t elem)
         if (p1 <= p0 || q1 <= q0)                                           \
             return;                                                         \
         zero_wrapped_##sfx(src, W, p0, p1, q0, q1);                         \
-        T *dst = plane + di * W + dj;                                       \
+        int64_t shift = di * W + dj; /* src[e] adds to plane[e + shift] */  \
         for (int64_t e = p0 * W + q0; e < (p1 - 1) * W + q1; e++)           \
-            dst[e] += src[e];                                               \
+            plane[e + shift] += src[e];                                     \
     }                                                                       \
                                                                             \
     static void col2im_##sfx(T *cols, const conv_geom *s, int64_t g,       \

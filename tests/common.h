@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,6 +99,16 @@ void tg_test_fail_io(int step, long n, int err, bool crash, long bytes_left);
 void tg_test_fail_io_also(int step, int err);
 void tg_test_io_off(void);
 long tg_test_io_steps(void);
+
+/* A float's position on the number line counted in ulps: consecutive
+ * floats differ by 1, -0 and +0 are both 0; two results are
+ * |tg_test_ulp_position(a) - tg_test_ulp_position(b)| ulps apart. */
+static inline int64_t tg_test_ulp_position(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i < 0 ? -(int64_t)(i & INT32_MAX) : (int64_t)i;
+}
 
 /* An array of tensors as a gradcheck function takes it (C does not
  * convert tg_tensor ** to const tg_tensor *const * by itself), for tests

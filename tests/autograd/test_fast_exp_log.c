@@ -134,14 +134,6 @@ TG_TEST(exp_log_fast, the_ulp_measure_rejects_a_wrong_answer)
 
 /* ------------------------------------------------------------ softmax */
 
-/* A float's position on the number line counted in ulps. */
-static int64_t ulp_position(float f)
-{
-    int32_t i;
-    memcpy(&i, &f, sizeof i);
-    return i < 0 ? -(int64_t)(i & INT32_MAX) : (int64_t)i;
-}
-
 static tg_tensor *softmax_with(bool log_form, const tg_tensor *x, int dim,
                                tg_kernels kernels)
 {
@@ -197,9 +189,9 @@ TG_TEST(fast_softmax, within_1_ulp_of_the_reference_kernel_and_float64)
             for (int64_t i = 0; i < R * n; i++) {
                 if (i % n == 0)
                     a = row_of(px + i, n);
-                int64_t d = llabs(ulp_position(f[i]) - ulp_position(g[i]));
+                int64_t d = llabs(tg_test_ulp_position(f[i]) - tg_test_ulp_position(g[i]));
                 float want = answer(a, px[i], log_form);
-                int64_t e = llabs(ulp_position(f[i]) - ulp_position(want));
+                int64_t e = llabs(tg_test_ulp_position(f[i]) - tg_test_ulp_position(want));
                 cr_assert_leq(d, 1, "n %lld, %s, element %lld: %a, the "
                               "reference kernel %a", (long long)n,
                               log_form ? "log_softmax" : "softmax",

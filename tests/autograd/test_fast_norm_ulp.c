@@ -57,15 +57,6 @@ static double *values(const tg_tensor *t)
     return v;
 }
 
-/* A float's position on the number line counted in ulps: consecutive
- * floats differ by 1, -0 and +0 are both 0. */
-static int64_t ulp_position(float f)
-{
-    int32_t i;
-    memcpy(&i, &f, sizeof i);
-    return i < 0 ? -(int64_t)(i & INT32_MAX) : (int64_t)i;
-}
-
 /* The spacing of float32 numbers at |v|: one ulp. */
 static double ulp32(double v)
 {
@@ -88,7 +79,7 @@ static bool within_ulps(const tg_tensor *a, const tg_tensor *r,
     double *va = values(a), *vr = values(r);
     int64_t worst = 0, at = 0;
     for (int64_t i = 0; i < a->numel; i++) {
-        int64_t d = ulp_position((float)va[i]) - ulp_position((float)vr[i]);
+        int64_t d = tg_test_ulp_position((float)va[i]) - tg_test_ulp_position((float)vr[i]);
         d = d < 0 ? -d : d;
         if (isnan(va[i]) != isnan(vr[i]))
             d = INT64_MAX;
@@ -446,9 +437,9 @@ TG_TEST(fast_norm_ulp, comparisons_reject_a_wrong_answer)
     cr_assert(within_bound(two, r, wide, "t", report, sizeof report), "%s",
               report);
     /* ulp positions: neighbours 1 apart, across zero too */
-    cr_assert_eq(ulp_position(nextafterf(0.0f, 1.0f)) -
-                     ulp_position(nextafterf(0.0f, -1.0f)), 2);
-    cr_assert_eq(ulp_position(-0.0f), ulp_position(0.0f));
+    cr_assert_eq(tg_test_ulp_position(nextafterf(0.0f, 1.0f)) -
+                     tg_test_ulp_position(nextafterf(0.0f, -1.0f)), 2);
+    cr_assert_eq(tg_test_ulp_position(-0.0f), tg_test_ulp_position(0.0f));
     tg_release(nan);
     tg_release(two);
     tg_release(one);

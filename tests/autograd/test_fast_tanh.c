@@ -32,15 +32,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A float's position on the number line counted in ulps: consecutive
- * floats differ by 1, -0 and +0 are both 0. */
-static int64_t ulp_position(float f)
-{
-    int32_t i;
-    memcpy(&i, &f, sizeof i);
-    return i < 0 ? -(int64_t)(i & INT32_MAX) : (int64_t)i;
-}
-
 static float float_of_bits(uint32_t u)
 {
     float f;
@@ -53,7 +44,7 @@ static float float_of_bits(uint32_t u)
 static int64_t ulps_off(float x, float got)
 {
     float want = (float)tanh((double)x);
-    return llabs(ulp_position(got) - ulp_position(want));
+    return llabs(tg_test_ulp_position(got) - tg_test_ulp_position(want));
 }
 
 typedef struct sweep {

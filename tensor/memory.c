@@ -441,9 +441,8 @@ void tg_block_free(void *block, size_t size)
         /* The newest block stays: a loop that moved on to other shapes
          * must not find the cache full of the old ones. The oldest go
          * until the new one fits. */
-        enum { MOST = MID_SLOTS > CACHE_SLOTS ? MID_SLOTS : CACHE_SLOTS };
-        void *evicted[MOST];
-        size_t evicted_size[MOST];
+        cached_block evicted[MID_SLOTS > CACHE_SLOTS ? MID_SLOTS
+                                                     : CACHE_SLOTS];
         int nevicted = 0;
         bool kept = false;
         cache_acquire();
@@ -465,14 +464,13 @@ void tg_block_free(void *block, size_t size)
                 kept = true;
                 break;
             }
-            evicted_size[nevicted] = pool->slots[oldest].size;
-            evicted[nevicted++] = pool->slots[oldest].block;
+            evicted[nevicted++] = pool->slots[oldest];
             pool->total -= pool->slots[oldest].size;
             pool->slots[oldest].block = NULL;
         }
         cache_release();
         for (int i = 0; i < nevicted; i++)
-            system_free(evicted[i], evicted_size[i]);
+            system_free(evicted[i].block, evicted[i].size);
         if (kept)
             return;
     }
@@ -483,20 +481,18 @@ void tg_empty_cache(void)
 {
     small_drain(&this_thread()->small); // this thread's small blocks
     enum { ALL = CACHE_SLOTS + MID_SLOTS };
-    void *kept[ALL];
-    size_t kept_size[ALL];
+    cached_block kept[ALL];
     int n = 0;
     cache_acquire(); // take the blocks out; free them outside the lock
     block_pool *pools[] = {&large_pool, &mid_pool};
     for (int p = 0; p < 2; p++) {
         for (int i = 0; i < pools[p]->nslots; i++) {
-            kept_size[n] = pools[p]->slots[i].size;
-            kept[n++] = pools[p]->slots[i].block;
+            kept[n++] = pools[p]->slots[i];
             pools[p]->slots[i].block = NULL;
         }
         pools[p]->total = 0;
     }
     cache_release();
     for (int i = 0; i < n; i++)
-        system_free(kept[i], kept_size[i]);
+        system_free(kept[i].block, kept[i].size);
 }

@@ -17,10 +17,10 @@
  * which cannot overflow. e = exp(y), y = -2 |x| clamped to [-64, 0]
  * (below -64, e < 2^-92 and 1 -+ e is 1 in double), is exp_log_fast.h's
  * branch-free exp (Cody-Waite reduction, Taylor series to r^13 / 13!,
- * 2^n written into the exponent bits), so e carries a relative error of a few double ulps (~1e-16). For |x| >=
- * 2^-10, 1 - e >= about 2^-9, so its relative error stays below ~5e-14,
- * and the quotient's below ~6e-14: a million times smaller than float32's
- * half ulp (3e-8). Below 2^-10, 1 - e would cancel, and
+ * 2^n written into the exponent bits), so e carries a relative error of
+ * a few double ulps (~1e-16). For |x| >= 2^-10, 1 - e >= about 2^-9, so
+ * its relative error stays below ~5e-14, and the quotient's below ~6e-14:
+ * a million times smaller than float32's half ulp (3e-8). Below 2^-10, 1 - e would cancel, and
  *   tanh x = x - x^3 / 3 + 2 x^5 / 15 - ...
  * is used instead (the next term is below 6e-20 of x). The result is thus
  * the float32 nearest tanh(x) except when the double value falls within

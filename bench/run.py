@@ -412,7 +412,7 @@ TARGET_LABELS = {
     "mlp_medium_step": "medium MLP step, default build's kernels, fresh "
                        "block cache",
 }
-COPY_TARGET = 75  # LayerNorm fwd+bwd's GB/s, % of the same bytes' copy
+COPY_TARGET = 75  # LayerNorm fwd+bwd's GB/s, % of copy_ws's (its bytes)
 NOT_MEASURABLE = "not measurable here"
 
 
@@ -642,24 +642,23 @@ def evaluate_targets(rows, threads_list, results, copy_bw, size):
                         fmt_ratio(ratio("matmul", t)), "reported", "-"])
         if ("ln_fwd_bwd", t) in results:
             tg = cell("ln_fwd_bwd", t, "tapegrad")
+            # The target's copy is a copy of the bytes LayerNorm moves:
+            # copy_ws, its four buffers. Full-size runs only: the rates
+            # count the full sizes' bytes.
+            ws = results.get(("copy_ws", t)) if size == "full" else None
+            p_ws = pct_of_copy("ln_fwd_bwd", tg, rate(
+                row_named("copy_ws"), ws["cells"].get("tapegrad"))) \
+                if ws else None
+            st = status(None if p_ws is None else p_ws >= COPY_TARGET,
+                        [("ln_fwd_bwd", t), ("copy_ws", t)], tg,
+                        ws["cells"].get("tapegrad") if ws else None)
+            out.append(["LayerNorm fwd+bwd, %% of a copy of its own 50 MB "
+                        "(copy_ws), %d thr" % t, fmt(p_ws, "%.0f%%"),
+                        ">= %d%%" % COPY_TARGET, st])
+            # the 12.6 MB copy, whose 25 MB may stay in a large L3 cache
             p = pct_of_copy("ln_fwd_bwd", tg, copy_bw.get(t))
-            st = status(None if p is None else p >= COPY_TARGET,
-                        [("ln_fwd_bwd", t), ("copy", t)], tg)
-            if p is None and results[("ln_fwd_bwd", t)]["contended"] is None \
-                    and results.get(("copy", t), {}).get("contended"):
-                st = NOT_MEASURABLE
-            out.append(["LayerNorm fwd+bwd, %% of copy bandwidth, %d thr" % t,
-                        fmt(p, "%.0f%%"), ">= %d%%" % COPY_TARGET, st])
-            if ("copy_ws", t) in results:
-                # a full-size run only, neither row contended
-                w = results[("copy_ws", t)]
-                p_ws = pct_of_copy("ln_fwd_bwd", tg, rate(
-                    row_named("copy_ws"), w["cells"].get("tapegrad"))) \
-                    if size == "full" and not w["contended"] and \
-                    not results[("ln_fwd_bwd", t)]["contended"] else None
-                out.append(["LayerNorm fwd+bwd, %% of a copy of its 50 MB, "
-                            "%d thr" % t, fmt(p_ws, "%.0f%%"), "reported",
-                            "-"])
+            out.append(["LayerNorm fwd+bwd, %% of the 12.6 MB copy (copy), "
+                        "%d thr" % t, fmt(p, "%.0f%%"), "reported", "-"])
         # Page faults are counted, not timed: a busy machine does not
         # change them, so this target is judged on any machine.
         faults = [(results[(row[0], t)]["faults"].get("tapegrad"), row[0])

@@ -881,6 +881,8 @@ SCALING = (
      for m in (64, 256, 1024, 4096, 16384)] +
     [("LayerNorm fwd+bwd (4096, N)", "ln_fwd_bwd@4096x%d" % n, n)
      for n in (64, 256, 768, 1024, 4096)] +
+    [("BatchNorm1d fwd+bwd (M, 768)", "bn1d_fwd_bwd@%dx768" % m, m)
+     for m in (64, 256, 1024, 4096, 16384)] +
     [("medium MLP step (2-128-128-3, BatchNorm1d), batch B",
       "mlp_medium_step@%d" % b, b) for b in (8, 32, 128, 512, 2048)])
 # --quick: the ends and the middle of each series

@@ -208,6 +208,7 @@ def scaling_names(tg_bench, run, verifier, env):
     good = [p[1] for p in run.SCALING]
     bad = ["ln_fwd_bwd@0x768", "ln_fwd_bwd@64", "ln_fwd_bwd@64x768x2",
            "ln_fwd_bwd@64xabc", "mlp_medium_step@1", "mlp_medium_step@8x",
+           "bn1d_fwd_bwd@1x768", "bn1d_fwd_bwd@64",
            "copy@8", "ln_fwd@64x768", "no_such@1"]
     script = []
     for name in good:
@@ -230,6 +231,7 @@ def scaling_names(tg_bench, run, verifier, env):
     if verifier:
         want = {"ln_fwd_bwd@256x768": ("ln_fwd_bwd", (256, 768)),
                 "mlp_medium_step@512": ("mlp_medium_step", (512,)),
+                "bn1d_fwd_bwd@2x1": ("bn1d_fwd_bwd", (2, 1)),
                 "ln_fwd_bwd": ("ln_fwd_bwd", None)}
         for name, w in want.items():
             if verifier.split_scale(name) != w:

@@ -63,7 +63,8 @@ typedef struct bench {
     int copy_pairs;
     int tape_chain;           // ops per unit of tape_op_bwd
     /* The sizes of a scaled workload, NAME@PARAM (bench/run.py --scaling):
-     * ln_fwd_bwd@MxN, mlp_medium_step@BATCH; 0 for the default sizes. */
+     * ln_fwd_bwd@MxN, bn1d_fwd_bwd@MxN, mlp_medium_step@BATCH; 0 for the
+     * default sizes. */
     int64_t scale_m, scale_n, scale_batch;
 } bench;
 
@@ -595,9 +596,12 @@ static bool parse_scale(bench *b, const char *base, const char *param)
     long long m = 0, n = 0;
     char end;
     const long long most = 1LL << 24;
-    if (strcmp(base, "ln_fwd_bwd") == 0 &&
-        sscanf(param, "%lldx%lld%c", &m, &n, &end) == 2 && m >= 1 &&
-        n >= 1 && m <= most && n <= most && m * n <= most * 4) {
+    /* BatchNorm in training needs two rows for a variance */
+    const bool ln = strcmp(base, "ln_fwd_bwd") == 0;
+    if ((ln || strcmp(base, "bn1d_fwd_bwd") == 0) &&
+        sscanf(param, "%lldx%lld%c", &m, &n, &end) == 2 &&
+        m >= (ln ? 1 : 2) && n >= 1 && m <= most && n <= most &&
+        m * n <= most * 4) {
         b->scale_m = m;
         b->scale_n = n;
         return true;

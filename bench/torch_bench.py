@@ -52,7 +52,8 @@ TOLERANCES = {
 
 def split_scale(workload):
     """NAME@PARAM (bench/run.py --scaling): (NAME, the sizes in PARAM), or
-    (workload, None). ln_fwd_bwd@MxN is (M, N); mlp_medium_step@B is (B,).
+    (workload, None). ln_fwd_bwd@MxN and bn1d_fwd_bwd@MxN are (M, N);
+    mlp_medium_step@B is (B,).
     Raises NotImplementedError for any other NAME@PARAM."""
     if "@" not in workload:
         return workload, None
@@ -61,15 +62,19 @@ def split_scale(workload):
         dims = tuple(int(v) for v in param.split("x"))
     except ValueError:
         raise NotImplementedError(workload)
-    want = {"ln_fwd_bwd": 2, "mlp_medium_step": 1}.get(base)
-    if want != len(dims) or min(dims) < (2 if base[:3] == "mlp" else 1):
+    # the least of each size: BatchNorm in training needs two rows (the
+    # MLP step's batch is a BatchNorm's rows)
+    least = {"ln_fwd_bwd": (1, 1), "bn1d_fwd_bwd": (2, 1),
+             "mlp_medium_step": (2,)}.get(base)
+    if least is None or len(dims) != len(least) or \
+            any(d < m for d, m in zip(dims, least)):
         raise NotImplementedError(workload)
     return base, dims
 
 
 def sizes(workload, small):
     workload, dims = split_scale(workload)
-    if dims and workload.startswith("ln"):
+    if dims and workload.startswith(("ln", "bn1d")):
         return dims
     if workload.startswith("bn2d"):
         return (3, 5, 4, 3) if small else (32, 64, 32, 32)

@@ -442,10 +442,11 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        /* the column kernels ask for rows ahead when x is too large to    \
-         * stay in the cache from one kernel to the next; on the medium    \
-         * MLP step's (256, 128) the hints cost 1.3% and gained nothing */  \
-        const bool stream = tg_norm_streams(N * C, sizeof(T));               \
+        /* the column kernels ask for rows ahead when x and its three     \
+         * companions are too large to stay in the cache from one kernel   \
+         * to the next (TG_BN_STREAM_BYTES, norm_fast.h) */                 \
+        const bool stream =                                                  \
+            tg_norm_streams(N * C, sizeof(T), TG_BN_STREAM_BYTES);           \
         if (!o->eval) {                                                      \
             double *bmean = nb == 1 ? mean : scratch + 3 * C;                \
             double *bm2 = nb == 1 ? m2 : bmean + nb * C;                     \
@@ -501,7 +502,8 @@ static void bn_combine_blocks(const double *bmean, const double *bm2,
             return;                                                          \
         }                                                                    \
         const int64_t rows = bn_block_rows(l), nb = bn_blocks(l);            \
-        const bool stream = tg_norm_streams(N * C, sizeof(T));               \
+        const bool stream =                                                  \
+            tg_norm_streams(N * C, sizeof(T), TG_BN_STREAM_BYTES);           \
         double *bg = nb == 1 ? sdy : scratch + 3 * C;                        \
         double *bgx = nb == 1 ? sdyx : bg + nb * C;                          \
         TG_OMP(parallel for num_threads(nt) if(nt > 1) schedule(static))     \

@@ -342,7 +342,8 @@ int tg_layer_norm_forward_fast(tg_dtype dtype, const void *x,
     int nt = tg_norm_threads(M * N);
     if ((int64_t)nt > M)
         nt = (int)M;
-    const bool stream = tg_norm_streams(M * N, tg_dtype_size(dtype));
+    const bool stream =
+        tg_norm_streams(M * N, tg_dtype_size(dtype), TG_NORM_STREAM_BYTES);
     /* Scratch: w and b in double (float32 only); none otherwise. */
     int64_t params = dtype == TG_FLOAT32 ? (w != NULL) + (b != NULL) : 0;
     /* from the thread's free lists when small (tensor/memory.c): a

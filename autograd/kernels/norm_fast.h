@@ -65,16 +65,29 @@ static inline double tg_norm_lanes_sum(const double *acc)
 
 /* Above this many bytes an input is taken to stream from memory rather
  * than sit in a core's L2 cache (1 MiB on the Zen 5 of docs/performance.md,
- * more than that on few CPUs): the kernels then arrange their sweeps for
- * memory (BatchNorm's hints, LayerNorm's row by row forward), and below it
- * for the cache. */
+ * more than that on few CPUs): LayerNorm's forward then goes row by row
+ * instead of in blocks of rows. */
 #define TG_NORM_STREAM_BYTES (INT64_C(1) << 20)
 
-/* Whether numel elements of elem_size bytes stream from memory: the one
- * test both kernels make. */
-static inline bool tg_norm_streams(int64_t numel, size_t elem_size)
+/* BatchNorm1d's column kernels sweep x four times (statistics, y; sums and
+ * dx with dy), and the statistics need every row before the first y. While
+ * x, y, dy and dx fit in the last-level cache with room to spare, the
+ * sweeps find them there, the hardware prefetcher keeps up, and the hints
+ * and stretches of the streaming loops only cost: on the Zen 5 of
+ * docs/performance.md (32 MiB of L3) fwd+bwd on (1024, 768) float32 took
+ * 0.77 of the time without them and (1536, 768) 0.86, where (2048, 768)
+ * took 1.02 and (4096, 768) 1.36 (bench/cpu_time.py, bn1d_fwd_bwd@MxN).
+ * So BatchNorm streams above 5 MiB, a sixth of that L3; on a CPU with a
+ * much smaller L3 the inputs between 1 and 5 MiB lose the hints. */
+#define TG_BN_STREAM_BYTES (INT64_C(5) << 20)
+
+/* Whether numel elements of elem_size bytes are more than `limit` bytes
+ * (TG_NORM_STREAM_BYTES or TG_BN_STREAM_BYTES): the test both kernels make
+ * to choose their loops for memory rather than for the cache. */
+static inline bool tg_norm_streams(int64_t numel, size_t elem_size,
+                                   int64_t limit)
 {
-    return numel * (int64_t)elem_size > TG_NORM_STREAM_BYTES;
+    return numel * (int64_t)elem_size > limit;
 }
 
 /* ------------------------------------------------------ shared: threads */

@@ -67,10 +67,11 @@ ROWS = [
      None, 1 / 2.5),
     ("tape_op_fwd", "tape: one recorded add of (4,) tensors", None, None),
     ("tape_op_bwd", "tape: one add, forward and backward", None, None),
-    ("copy", "copy of 12.6 MB (the bandwidth limit)", ("B", 2 * M * N * F32),
-     None),
+    # the "% copy" column's denominator
+    ("copy", "copy of 12.6 MB", ("B", 2 * M * N * F32), None),
     # LayerNorm fwd+bwd's four buffers (x, y, dy, dx): 50 MB, beyond a 32 MB
-    # L3 cache, where copy's 25 MB may stay; reported, no target
+    # L3 cache, where copy's 25 MB may stay; the denominator of LayerNorm's
+    # 75%-of-copy target (evaluate_targets)
     ("copy_ws", "two copies of 12.6 MB (LayerNorm fwd+bwd's 50 MB)",
      ("B", 4 * M * N * F32), None),
     # three products of 2 * 64 * 8 * 8 * 16 * 16 * 9 flops: y, dx and dw

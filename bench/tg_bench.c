@@ -590,12 +590,16 @@ static sample time_iters(bench *b, long n)
 }
 
 /* NAME@PARAM: the sizes of a scaled workload into b; false when the
- * workload has no such form or PARAM is not sizes (1 to 2^24 each). */
+ * workload has no such form or PARAM is not sizes: ASCII digits, 1 to 2^24
+ * each (2 rows at least for BatchNorm), a product of at most 2^26, as
+ * bench/torch_bench.py's split_scale. */
 static bool parse_scale(bench *b, const char *base, const char *param)
 {
     long long m = 0, n = 0;
     char end;
     const long long most = 1LL << 24;
+    if (strspn(param, "0123456789x") != strlen(param)) // no sign, no space
+        return false;
     /* BatchNorm in training needs two rows for a variance */
     const bool ln = strcmp(base, "ln_fwd_bwd") == 0;
     if ((ln || strcmp(base, "bn1d_fwd_bwd") == 0) &&

@@ -22,7 +22,9 @@ when the process starts, so run.py starts one process per thread count.
 This file is a benchmark, not part of the library.
 """
 import argparse
+import math
 import os
+import re
 import resource
 import sys
 import time
@@ -58,9 +60,13 @@ def split_scale(workload):
     if "@" not in workload:
         return workload, None
     base, param = workload.split("@", 1)
-    try:
-        dims = tuple(int(v) for v in param.split("x"))
-    except ValueError:
+    # ASCII digits only, each size at most 2^24 and a product of at most
+    # 2^26, as tg_bench's parser (Python's int() would take "1_0" and
+    # other scripts' digits)
+    if not re.fullmatch(r"[0-9]+(x[0-9]+)*", param):
+        raise NotImplementedError(workload)
+    dims = tuple(int(v) for v in param.split("x"))
+    if max(dims) > 1 << 24 or math.prod(dims) > 1 << 26:
         raise NotImplementedError(workload)
     # the least of each size: BatchNorm in training needs two rows (the
     # MLP step's batch is a BatchNorm's rows)

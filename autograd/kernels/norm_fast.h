@@ -73,12 +73,14 @@ static inline double tg_norm_lanes_sum(const double *acc)
  * dx with dy), and the statistics need every row before the first y. While
  * x, y, dy and dx fit in the last-level cache with room to spare, the
  * sweeps find them there, the hardware prefetcher keeps up, and the hints
- * and stretches of the streaming loops only cost: on the Zen 5 of
- * docs/performance.md (32 MiB of L3) fwd+bwd on (1024, 768) float32 took
- * 0.77 of the time without them and (1536, 768) 0.86, where (2048, 768)
- * took 1.02 and (4096, 768) 1.36 (bench/cpu_time.py, bn1d_fwd_bwd@MxN).
- * So BatchNorm streams above 5 MiB, a sixth of that L3; on a CPU with a
- * much smaller L3 the inputs between 1 and 5 MiB lose the hints. */
+ * and stretches of the streaming loops only cost. On the Zen 5 of
+ * docs/performance.md (32 MiB of L3), moving this limit from 1 MiB to 5
+ * MiB took fwd+bwd on (1024, 768) float32 to 0.74 of its time and (1536,
+ * 768) to 0.83, and left (2048, 768) and (4096, 768) as they were; with
+ * no streaming loops at all (2048, 768) took 1.02x and (4096, 768) 1.36x
+ * the time (bench/cpu_time.py, bn1d_fwd_bwd@MxN). 5 MiB is a sixth of
+ * that L3; on a CPU with a much smaller L3 the inputs between 1 and 5
+ * MiB lose the hints. */
 #define TG_BN_STREAM_BYTES (INT64_C(5) << 20)
 
 /* Whether numel elements of elem_size bytes are more than `limit` bytes

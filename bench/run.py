@@ -646,13 +646,11 @@ def evaluate_targets(rows, threads_list, results, copy_bw, size):
             # The target's copy is a copy of the bytes LayerNorm moves:
             # copy_ws, its four buffers. Full-size runs only: the rates
             # count the full sizes' bytes.
-            ws = results.get(("copy_ws", t)) if size == "full" else None
-            p_ws = pct_of_copy("ln_fwd_bwd", tg, rate(
-                row_named("copy_ws"), ws["cells"].get("tapegrad"))) \
-                if ws else None
+            ws = cell("copy_ws", t, "tapegrad") if size == "full" else None
+            p_ws = pct_of_copy("ln_fwd_bwd", tg,
+                               rate(row_named("copy_ws"), ws))
             st = status(None if p_ws is None else p_ws >= COPY_TARGET,
-                        [("ln_fwd_bwd", t), ("copy_ws", t)], tg,
-                        ws["cells"].get("tapegrad") if ws else None)
+                        [("ln_fwd_bwd", t), ("copy_ws", t)], tg, ws)
             out.append(["LayerNorm fwd+bwd, %% of a copy of its own 50 MB "
                         "(copy_ws), %d thr" % t, fmt(p_ws, "%.0f%%"),
                         ">= %d%%" % COPY_TARGET, st])

@@ -363,7 +363,7 @@ static const struct {
     {2, {2, 1}},       {2, {2, 3}},        {2, {5, 7}},
     {2, {4096, 13}},   {2, {3, 768}},      {3, {2, 3, 5}},
     {4, {4, 64, 3, 3}}, {3, {3, 4, 37}},   {2, {300, 600}},
-    {2, {601, 500}},
+    {2, {601, 500}},   // over 1 MiB, under TG_BN_STREAM_BYTES: the cache loops
     {2, {1401, 1000}}, // over TG_BN_STREAM_BYTES in float32: the hints
 };
 
